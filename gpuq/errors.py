@@ -1,0 +1,62 @@
+"""One small error hierarchy shared by backends, model loading and front ends.
+
+Front ends map these to exit codes in one place (`EXIT_CODES`); messages name the thing
+(job id, file:line, command) and, where useful, what to do.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EXIT_CODES",
+    "BadInput",
+    "GpuqError",
+    "NotFound",
+    "PermissionDenied",
+    "Refused",
+    "Unreachable",
+]
+
+
+class GpuqError(Exception):
+    """Base class: an error gpuq reports to the operator as a message, never a traceback."""
+
+    exit_code = 1
+
+
+class NotFound(GpuqError):
+    """The named job, node or cluster does not exist."""
+
+    exit_code = 1
+
+
+class Refused(GpuqError):
+    """Validation or policy refused the action."""
+
+    exit_code = 1
+
+
+class BadInput(GpuqError):
+    """Malformed input: a file, an option value, a snapshot."""
+
+    exit_code = 2
+
+
+class Unreachable(GpuqError):
+    """The backend (slurmctld, kube-apiserver) could not be reached or did not answer."""
+
+    exit_code = 3
+
+
+class PermissionDenied(GpuqError):
+    """The operator lacks the privilege the action needs."""
+
+    exit_code = 4
+
+
+EXIT_CODES = {
+    "ok": 0,
+    "refused": 1,
+    "usage": 2,
+    "unreachable": 3,
+    "permission_denied": 4,
+}

@@ -1,0 +1,259 @@
+"""The preemption policy as data, read from TOML (`--policy FILE`, the config file, or defaults).
+
+Durations accept seconds or strings like ``90s``, ``10m``, ``2h``. Errors name the file, the line
+and the key, e.g. ``policy.toml:4: preemption.mode: 'kill' is not one of cancel, requeue, …``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from gpuq.errors import BadInput
+from gpuq.model import JobClass
+from gpuq.timefmt import parse_duration
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "ClassPolicy",
+    "Mode",
+    "Policy",
+    "load_policy",
+    "parse_policy",
+    "policy_from_mapping",
+]
+
+
+class Mode(StrEnum):
+    CANCEL = "cancel"
+    REQUEUE = "requeue"
+    SUSPEND = "suspend"
+    GRACEFUL = "graceful"
+
+
+@dataclass(frozen=True, slots=True)
+class ClassPolicy:
+    """Overrides of one class's SLA and preemptibility; None keeps the snapshot's value."""
+
+    target_p95_s: float | None = None
+    max_wait_s: float | None = None
+    aging_rate: float | None = None
+    preemptible: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    delta: float = 0.0
+    mode: Mode = Mode.REQUEUE
+    grace_period_s: float = 300.0
+    min_runtime_s: float = 0.0
+    max_preemptions_per_day: int = 0
+    default_checkpoint_interval_s: float = 0.0
+    urgent_priority: int = 1_000_000
+    lost_work_weight: float = 1.0
+    priority_weight: float = 0.0
+    default_aging_rate: float = 10.0
+    classes: Mapping[str, ClassPolicy] = field(default_factory=lambda: MappingProxyType({}))
+    urgent_quota_default: int = 0
+    urgent_quota: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def resolve_class(self, base: JobClass | None, name: str) -> JobClass:
+        """The snapshot's class with this policy's overrides applied."""
+        cls = base or JobClass(name=name)
+        override = self.classes.get(name)
+        if override is None:
+            return cls
+        return JobClass(
+            name=cls.name,
+            priority=cls.priority,
+            preemptible=cls.preemptible if override.preemptible is None else override.preemptible,
+            target_p95_s=cls.target_p95_s if override.target_p95_s is None else override.target_p95_s,
+            max_wait_s=cls.max_wait_s if override.max_wait_s is None else override.max_wait_s,
+        )
+
+    def aging_rate(self, class_name: str) -> float:
+        override = self.classes.get(class_name)
+        if override is not None and override.aging_rate is not None:
+            return override.aging_rate
+        return self.default_aging_rate
+
+    def tenant_urgent_quota(self, tenant: str) -> int:
+        """GPUs the tenant may hold at manual-urgent priority; 0 means unlimited."""
+        return self.urgent_quota.get(tenant, self.urgent_quota_default)
+
+
+DEFAULT_POLICY = Policy()
+
+_SECTIONS = {"preemption", "victim_cost", "classes", "urgent_quota", "aging"}
+_PREEMPTION_KEYS = {
+    "delta",
+    "mode",
+    "grace_period",
+    "min_runtime",
+    "max_preemptions_per_day",
+    "default_checkpoint_interval",
+    "urgent_priority",
+}
+_VICTIM_KEYS = {"lost_work_weight", "priority_weight"}
+_CLASS_KEYS = {"target_p95", "max_wait", "aging_rate", "preemptible"}
+
+
+class _KeyError(Exception):
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(problem)
+        self.key = key
+        self.problem = problem
+
+
+def _number(table: Mapping[str, Any], key: str, dotted: str, minimum: float = 0.0) -> float | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _KeyError(dotted, f"expected a number, got {value!r}")
+    if value < minimum:
+        raise _KeyError(dotted, f"must be >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _duration(table: Mapping[str, Any], key: str, dotted: str) -> float | None:
+    if key not in table:
+        return None
+    try:
+        return parse_duration(table[key])
+    except ValueError as exc:
+        raise _KeyError(dotted, str(exc)) from None
+
+
+def _unknown(table: Mapping[str, Any], allowed: set[str], prefix: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise _KeyError(f"{prefix}{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def _table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise _KeyError(key, f"expected a table [{key}], got {value!r}")
+    return value
+
+
+def policy_from_mapping(raw: Mapping[str, Any]) -> Policy:
+    """Build a Policy from decoded TOML; raises `_KeyError` (converted by callers) on bad values."""
+    _unknown(raw, _SECTIONS, "")
+    pre = _table(raw, "preemption")
+    _unknown(pre, _PREEMPTION_KEYS, "preemption.")
+    cost = _table(raw, "victim_cost")
+    _unknown(cost, _VICTIM_KEYS, "victim_cost.")
+    aging = _table(raw, "aging")
+    _unknown(aging, {"default_rate"}, "aging.")
+    kwargs: dict[str, Any] = {}
+
+    def put(name: str, value: Any) -> None:
+        if value is not None:
+            kwargs[name] = value
+
+    put("delta", _number(pre, "delta", "preemption.delta"))
+    if "mode" in pre:
+        mode = pre["mode"]
+        if mode not in {m.value for m in Mode}:
+            raise _KeyError("preemption.mode", f"{mode!r} is not one of {', '.join(m.value for m in Mode)}")
+        kwargs["mode"] = Mode(mode)
+    put("grace_period_s", _duration(pre, "grace_period", "preemption.grace_period"))
+    put("min_runtime_s", _duration(pre, "min_runtime", "preemption.min_runtime"))
+    cap = _number(pre, "max_preemptions_per_day", "preemption.max_preemptions_per_day")
+    if cap is not None:
+        if not cap.is_integer():
+            raise _KeyError("preemption.max_preemptions_per_day", f"expected a whole number, got {cap:g}")
+        kwargs["max_preemptions_per_day"] = int(cap)
+    put(
+        "default_checkpoint_interval_s",
+        _duration(pre, "default_checkpoint_interval", "preemption.default_checkpoint_interval"),
+    )
+    urgent = _number(pre, "urgent_priority", "preemption.urgent_priority")
+    if urgent is not None:
+        kwargs["urgent_priority"] = int(urgent)
+    put("lost_work_weight", _number(cost, "lost_work_weight", "victim_cost.lost_work_weight"))
+    put("priority_weight", _number(cost, "priority_weight", "victim_cost.priority_weight"))
+    put("default_aging_rate", _number(aging, "default_rate", "aging.default_rate"))
+
+    classes: dict[str, ClassPolicy] = {}
+    for name, table in _table(raw, "classes").items():
+        prefix = f"classes.{name}."
+        if not isinstance(table, dict):
+            raise _KeyError(f"classes.{name}", f"expected a table [classes.{name}], got {table!r}")
+        _unknown(table, _CLASS_KEYS, prefix)
+        preemptible = table.get("preemptible")
+        if preemptible is not None and not isinstance(preemptible, bool):
+            raise _KeyError(prefix + "preemptible", f"expected true or false, got {preemptible!r}")
+        classes[name] = ClassPolicy(
+            target_p95_s=_duration(table, "target_p95", prefix + "target_p95"),
+            max_wait_s=_duration(table, "max_wait", prefix + "max_wait"),
+            aging_rate=_number(table, "aging_rate", prefix + "aging_rate"),
+            preemptible=preemptible,
+        )
+    kwargs["classes"] = MappingProxyType(classes)
+
+    quota: dict[str, int] = {}
+    default_quota = 0
+    for tenant, value in _table(raw, "urgent_quota").items():
+        dotted = f"urgent_quota.{tenant}"
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _KeyError(dotted, f"expected a whole number of GPUs >= 0, got {value!r}")
+        if tenant == "default":
+            default_quota = value
+        else:
+            quota[tenant] = value
+    kwargs["urgent_quota_default"] = default_quota
+    kwargs["urgent_quota"] = MappingProxyType(quota)
+    return Policy(**kwargs)
+
+
+def _line_of(text: str, dotted: str) -> int | None:
+    """Best-effort line number of a dotted key: tomllib reports values, not positions."""
+    parts = dotted.split(".")
+    leaf = parts[-1]
+    section = ".".join(parts[:-1])
+    current = ""
+    key_re = re.compile(rf"^\s*(\"{re.escape(leaf)}\"|'{re.escape(leaf)}'|{re.escape(leaf)})\s*=")
+    header_re = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = header_re.match(line)
+        if header:
+            current = header.group(1).replace('"', "").replace("'", "")
+            if current == dotted:
+                return number
+            continue
+        if current == section and key_re.match(line):
+            return number
+    return None
+
+
+def parse_policy(text: str, source: str = "<policy>") -> Policy:
+    """Parse TOML policy text; BadInput names the file, the line and the key."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{source}: invalid TOML: {exc}") from None
+    try:
+        return policy_from_mapping(raw)
+    except _KeyError as exc:
+        line = _line_of(text, exc.key)
+        where = f"{source}:{line}" if line else source
+        raise BadInput(f"{where}: {exc.key}: {exc.problem}") from None
+
+
+def load_policy(path: str | Path) -> Policy:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read policy file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
+    return parse_policy(text, str(path))
