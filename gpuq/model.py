@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import MappingProxyType
 
 __all__ = [
     "FORMAT",
@@ -76,9 +75,6 @@ class Node:
     state: NodeState = NodeState.IDLE
 
 
-_EMPTY_ALLOCATION: Mapping[str, tuple[int | None, ...]] = MappingProxyType({})
-
-
 @dataclass(frozen=True, slots=True)
 class Job:
     """One job or pod. `job_class` is the snapshot's `class` field.
@@ -100,7 +96,8 @@ class Job:
     eligible_time: float | None = None
     start_time: float | None = None
     end_time: float | None = None
-    allocation: Mapping[str, tuple[int | None, ...]] = _EMPTY_ALLOCATION
+    # Node name -> GPU indexes held there (None where the backend cannot tell which GPU).
+    allocation: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict, hash=False)
     preemption_times: tuple[float, ...] = ()
     last_checkpoint_time: float | None = None
     exempt_until: float | None = None

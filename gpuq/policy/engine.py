@@ -1,0 +1,466 @@
+"""Victim choice: which running jobs a request would preempt, and why each candidate was spared.
+
+Pure: takes (snapshot, policy, request, now) and returns a Plan; never reads the clock.
+
+- Single-node requests (at most the GPUs of the largest node) get the exact minimum-cost victim
+  set over all nodes, with the tie-breaks of the policy model. Each node has at most a few dozen
+  jobs, so an exhaustive branch-and-bound over minimal covers per node is cheap; nodes are visited
+  in order of a cost lower bound so that large clusters examine only a handful.
+- Multi-node requests get a valid cost-greedy plan: cheapest GPUs first, then redundant victims
+  dropped, most expensive first.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpuq.model import Job, JobClass, JobState, Node, Snapshot
+from gpuq.policy.config import Policy
+from gpuq.policy.rules import (
+    Reason,
+    effective_priority,
+    gpu_seconds_lost,
+    protection,
+    victim_cost,
+)
+
+__all__ = [
+    "Candidate",
+    "Plan",
+    "Reason",
+    "Request",
+    "class_of",
+    "free_gpus",
+    "plan_preemption",
+    "request_for_job",
+]
+
+_EPS = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the requester needs. `priority` None means the class's default priority."""
+
+    gpus: int
+    priority: int | None = None
+    job_class: str | None = None
+    tenant: str | None = None
+    urgent: bool = False
+    job_id: str | None = None
+    queued_since: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    job_id: str
+    reason: Reason
+    detail: str
+    nodes: tuple[str, ...]
+    gpus: int
+    gpu_seconds_lost: float
+    cost: float
+    effective_priority: float
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.reason is Reason.CHOSEN:
+            return {
+                "id": self.job_id,
+                "nodes": list(self.nodes),
+                "gpus": self.gpus,
+                "gpu_seconds_lost": round(self.gpu_seconds_lost, 3),
+                "cost": round(self.cost, 3),
+                "effective_priority": self.effective_priority,
+                "reason": self.reason.value,
+                "detail": self.detail,
+            }
+        return {"id": self.job_id, "reason": self.reason.value, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    request: Request
+    effective_priority: float
+    feasible: bool
+    fits_without_preemption: bool
+    would_preempt: bool
+    nodes: tuple[str, ...]
+    victims: tuple[Candidate, ...]
+    spared: tuple[Candidate, ...]
+    freed_gpus: int
+    total_cost: float
+    blocked: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `gpuq preview -o json` document (stable interface)."""
+        return {
+            "would_preempt": self.would_preempt,
+            "fits_without_preemption": self.fits_without_preemption,
+            "feasible": self.feasible,
+            "request": {
+                "job_id": self.request.job_id,
+                "gpus": self.request.gpus,
+                "priority": self.request.priority,
+                "class": self.request.job_class,
+                "tenant": self.request.tenant,
+                "urgent": self.request.urgent,
+                "effective_priority": self.effective_priority,
+            },
+            "nodes": list(self.nodes),
+            "victims": [v.to_dict() for v in self.victims],
+            "spared": [s.to_dict() for s in self.spared],
+            "freed_gpus": self.freed_gpus,
+            "total_cost": round(self.total_cost, 3),
+            "blocked": self.blocked,
+            "notes": list(self.notes),
+        }
+
+
+def class_of(snapshot: Snapshot, policy: Policy, name: str) -> JobClass:
+    return policy.resolve_class(snapshot.job_class(name), name)
+
+
+def free_gpus(snapshot: Snapshot) -> dict[str, int]:
+    """Free GPUs per node that takes work (down/draining nodes are left out)."""
+    used: dict[str, int] = defaultdict(int)
+    for job in snapshot.jobs:
+        if job.holds_gpus:
+            for node, indexes in job.allocation.items():
+                used[node] += len(indexes)
+    return {n.name: max(0, n.gpus - used[n.name]) for n in snapshot.nodes if n.state.takes_work}
+
+
+def request_for_job(job: Job) -> Request:
+    return Request(
+        gpus=job.gpus,
+        priority=job.priority,
+        job_class=job.job_class,
+        tenant=job.tenant,
+        urgent=job.urgent,
+        job_id=job.id,
+        queued_since=job.queued_since if job.state is JobState.PENDING else None,
+    )
+
+
+@dataclass(slots=True)
+class _Victim:
+    """A running job considered as a victim, with its numbers computed once."""
+
+    job: Job
+    cost: float
+    lost: float
+    priority: float
+    protected: tuple[Reason, str] | None
+    on_node: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Context:
+    snapshot: Snapshot
+    policy: Policy
+    now: float
+    requester_priority: float
+    exclude: str | None
+    classes: dict[str, JobClass] = field(default_factory=dict)
+    victims: dict[str, _Victim] = field(default_factory=dict)
+
+    def cls(self, name: str) -> JobClass:
+        found = self.classes.get(name)
+        if found is None:
+            found = self.classes[name] = class_of(self.snapshot, self.policy, name)
+        return found
+
+    def victim(self, job: Job) -> _Victim:
+        found = self.victims.get(job.id)
+        if found is None:
+            cls = self.cls(job.job_class)
+            found = _Victim(
+                job=job,
+                cost=victim_cost(job, cls, self.policy, self.now),
+                lost=gpu_seconds_lost(job, self.policy, self.now),
+                priority=effective_priority(job, cls, self.policy, self.now),
+                protected=protection(job, cls, self.requester_priority, self.policy, self.now),
+                on_node={node: len(idx) for node, idx in job.allocation.items()},
+            )
+            self.victims[job.id] = found
+        return found
+
+
+def _requester_priority(
+    snapshot: Snapshot, policy: Policy, request: Request, now: float, notes: list[str]
+) -> float:
+    cls = class_of(snapshot, policy, request.job_class or "")
+    base = request.priority if request.priority is not None else cls.priority
+    as_job = Job(
+        id=request.job_id or "<request>",
+        name="",
+        user="",
+        tenant=request.tenant or "",
+        job_class=cls.name,
+        priority=base,
+        state=JobState.PENDING,
+        submit_time=request.queued_since if request.queued_since is not None else now,
+        gpus=request.gpus,
+    )
+    without_urgency = effective_priority(as_job, cls, policy, now)
+    if not request.urgent:
+        return without_urgency
+    quota = policy.tenant_urgent_quota(request.tenant or "")
+    if quota > 0:
+        held = sum(
+            j.gpus
+            for j in snapshot.jobs
+            if j.urgent and j.holds_gpus and j.tenant == request.tenant and j.id != request.job_id
+        )
+        if held + request.gpus > quota:
+            notes.append(
+                f"tenant {request.tenant} already holds {held} urgent GPUs; {request.gpus} more exceed "
+                f"its urgent quota of {quota}, so the request counts at priority {without_urgency:g}, "
+                "not as urgent"
+            )
+            return without_urgency
+    return float(policy.urgent_priority)
+
+
+def _candidate(v: _Victim, reason: Reason, detail: str) -> Candidate:
+    return Candidate(
+        job_id=v.job.id,
+        reason=reason,
+        detail=detail,
+        nodes=tuple(v.job.allocation),
+        gpus=v.job.gpus,
+        gpu_seconds_lost=v.lost,
+        cost=v.cost,
+        effective_priority=v.priority,
+    )
+
+
+def _set_key(victims: Sequence[_Victim], node: str) -> tuple[Any, ...]:
+    """Ordering of victim sets: cost, fewer victims, lower top priority, most recently started,
+    smallest sorted ids, node name (policy model, "Victim choice")."""
+    return (
+        round(sum(v.cost for v in victims), 6),
+        len(victims),
+        max((v.priority for v in victims), default=float("-inf")),
+        -sum(v.job.start_time or 0.0 for v in victims),
+        tuple(sorted(v.job.id for v in victims)),
+        node,
+    )
+
+
+def _best_cover(
+    eligible: list[_Victim], node: str, need: int, bound: float
+) -> tuple[tuple[Any, ...], list[_Victim]] | None:
+    """Exact minimum-key set of victims freeing at least `need` GPUs on `node`, cost <= bound."""
+    items = sorted(eligible, key=lambda v: (v.cost, v.job.id))
+    suffix_gpus = [0] * (len(items) + 1)
+    for i in range(len(items) - 1, -1, -1):
+        suffix_gpus[i] = suffix_gpus[i + 1] + items[i].on_node[node]
+    best: tuple[tuple[Any, ...], list[_Victim]] | None = None
+    limit = bound
+    chosen: list[_Victim] = []
+
+    def search(i: int, freed: int, cost: float) -> None:
+        nonlocal best, limit
+        if freed >= need:
+            key = _set_key(chosen, node)
+            if best is None or key < best[0]:
+                best = (key, list(chosen))
+                limit = min(limit, key[0])
+            return
+        if i == len(items) or freed + suffix_gpus[i] < need:
+            return
+        item = items[i]
+        # Items are sorted by cost, so no later item is cheaper than this one.
+        if cost + item.cost > limit + _EPS:
+            return
+        chosen.append(item)
+        search(i + 1, freed + item.on_node[node], cost + item.cost)
+        chosen.pop()
+        search(i + 1, freed, cost)
+
+    search(0, 0, 0.0)
+    return best
+
+
+def _spare_reason(v: _Victim, why: str) -> Candidate:
+    if v.protected is not None:
+        return _candidate(v, v.protected[0], v.protected[1])
+    return _candidate(v, Reason.NOT_NEEDED, why)
+
+
+def _running_by_node(ctx: _Context, usable: Iterable[str]) -> dict[str, list[_Victim]]:
+    wanted = set(usable)
+    by_node: dict[str, list[_Victim]] = defaultdict(list)
+    for job in ctx.snapshot.jobs:
+        if job.state is JobState.RUNNING and job.id != ctx.exclude and job.allocation:
+            nodes = [n for n in job.allocation if n in wanted]
+            if nodes:
+                v = ctx.victim(job)
+                for node in nodes:
+                    by_node[node].append(v)
+    return by_node
+
+
+def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[str, int]) -> Plan:
+    g = request.gpus
+    big_enough = [n for n in nodes if n.state.takes_work and n.gpus >= g]
+    fitting = [n for n in big_enough if free[n.name] >= g]
+    base = {"request": request, "effective_priority": ctx.requester_priority, "feasible": True}
+    if fitting:
+        # Best fit keeps large holes open for large jobs.
+        node = min(fitting, key=lambda n: (free[n.name], n.name))
+        return Plan(**base, fits_without_preemption=True, would_preempt=False, nodes=(node.name,),
+                    victims=(), spared=(), freed_gpus=0, total_cost=0.0)
+    if not big_enough:
+        return Plan(**base, fits_without_preemption=False, would_preempt=False, nodes=(), victims=(),
+                    spared=(), freed_gpus=0, total_cost=0.0,
+                    blocked=f"no node that takes work has {g} GPUs (nodes with enough GPUs are down or draining)")
+    by_node = _running_by_node(ctx, (n.name for n in big_enough))
+    # Lower bound per node: every missing GPU costs at least the cheapest eligible cost per GPU.
+    bounds: list[tuple[float, str, int, list[_Victim]]] = []
+    for node in big_enough:
+        need = g - free[node.name]
+        eligible = [v for v in by_node.get(node.name, ()) if v.protected is None]
+        if sum(v.on_node[node.name] for v in eligible) < need:
+            bounds.append((float("inf"), node.name, need, eligible))
+            continue
+        per_gpu = min(v.cost / v.on_node[node.name] for v in eligible)
+        bounds.append((need * per_gpu, node.name, need, eligible))
+    bounds.sort(key=lambda b: (b[0], b[1]))
+
+    best: tuple[tuple[Any, ...], list[_Victim]] | None = None
+    examined: list[str] = []
+    for lower, name, need, eligible in bounds:
+        if lower == float("inf"):
+            if best is None:
+                examined.append(name)
+            continue
+        if best is not None and lower > best[0][0] + _EPS:
+            break
+        examined.append(name)
+        found = _best_cover(eligible, name, need, best[0][0] if best else float("inf"))
+        if found is not None and (best is None or found[0] < best[0]):
+            best = found
+
+    chosen_ids = {v.job.id for v in best[1]} if best else set()
+    spared: dict[str, Candidate] = {}
+    for name in examined:
+        for v in by_node.get(name, ()):
+            if v.job.id in chosen_ids or v.job.id in spared:
+                continue
+            if best is not None and name == best[0][-1]:
+                why = "not needed: a cheaper set on this node frees enough GPUs"
+            elif best is not None:
+                why = f"cheaper alternative found on {best[0][-1]}"
+            else:
+                why = "not needed: no plan possible on its node"
+            spared[v.job.id] = _spare_reason(v, why)
+    if best is None:
+        counts: dict[str, int] = defaultdict(int)
+        for cand in spared.values():
+            counts[cand.reason.value] += 1
+        summary = ", ".join(f"{n} {r}" for r, n in sorted(counts.items())) or "no running jobs"
+        most = max(big_enough, key=lambda n: (free[n.name], n.name))
+        return Plan(**base, fits_without_preemption=False, would_preempt=False, nodes=(), victims=(),
+                    spared=tuple(spared.values()), freed_gpus=0, total_cost=0.0,
+                    blocked=f"no node can free {g} GPUs without touching protected jobs "
+                    f"(most free: {free[most.name]} on {most.name}; candidates: {summary})")
+    key, victims = best
+    node = key[-1]
+    victims.sort(key=lambda v: (v.cost, v.job.id))
+    chosen = tuple(_candidate(v, Reason.CHOSEN, f"chosen (cost {v.cost:.0f})") for v in victims)
+    return Plan(**base, fits_without_preemption=False, would_preempt=True, nodes=(node,), victims=chosen,
+                spared=tuple(spared.values()), freed_gpus=sum(v.on_node[node] for v in victims),
+                total_cost=sum(v.cost for v in victims))
+
+
+def _plan_multi(ctx: _Context, request: Request, nodes: list[Node], free: dict[str, int]) -> Plan:
+    g = request.gpus
+    usable = [n for n in nodes if n.state.takes_work]
+    base = {"request": request, "effective_priority": ctx.requester_priority, "feasible": True}
+
+    def take(freed_by_node: dict[str, int]) -> tuple[str, ...]:
+        # Fewest nodes: the emptiest nodes first.
+        avail = sorted(((free[n.name] + freed_by_node.get(n.name, 0), n.name) for n in usable),
+                       key=lambda a: (-a[0], a[1]))
+        picked, total = [], 0
+        for count, name in avail:
+            if total >= g or count == 0:
+                break
+            picked.append(name)
+            total += count
+        return tuple(sorted(picked))
+
+    total_free = sum(free[n.name] for n in usable)
+    if total_free >= g:
+        return Plan(**base, fits_without_preemption=True, would_preempt=False, nodes=take({}),
+                    victims=(), spared=(), freed_gpus=0, total_cost=0.0)
+    need = g - total_free
+    by_node = _running_by_node(ctx, (n.name for n in usable))
+    everyone = {v.job.id: v for vs in by_node.values() for v in vs}
+    usable_names = {n.name for n in usable}
+
+    def frees(v: _Victim) -> int:
+        return sum(c for node, c in v.on_node.items() if node in usable_names)
+
+    eligible = sorted((v for v in everyone.values() if v.protected is None),
+                      key=lambda v: (v.cost / frees(v), -frees(v), v.job.id))
+    picked: list[_Victim] = []
+    freed = 0
+    for v in eligible:
+        if freed >= need:
+            break
+        picked.append(v)
+        freed += frees(v)
+    spared_list = [_spare_reason(v, "not needed") for v in everyone.values() if v.protected is not None]
+    if freed < need:
+        return Plan(**base, fits_without_preemption=False, would_preempt=False, nodes=(), victims=(),
+                    spared=tuple(_spare_reason(v, "not enough eligible GPUs to help") for v in everyone.values()),
+                    freed_gpus=0, total_cost=0.0,
+                    blocked=f"only {total_free + freed} of {g} GPUs could be freed without touching protected jobs")
+    # Drop victims that turned out redundant, most expensive first.
+    for v in sorted(picked, key=lambda v: (-v.cost, v.job.id)):
+        if freed - frees(v) >= need:
+            picked.remove(v)
+            freed -= frees(v)
+    picked_ids = {v.job.id for v in picked}
+    spared_list += [_spare_reason(v, "not needed: cheaper GPUs elsewhere")
+                    for v in eligible if v.job.id not in picked_ids]
+    freed_by_node: dict[str, int] = defaultdict(int)
+    for v in picked:
+        for node, count in v.on_node.items():
+            freed_by_node[node] += count
+    picked.sort(key=lambda v: (v.cost, v.job.id))
+    return Plan(**base, fits_without_preemption=False, would_preempt=True, nodes=take(freed_by_node),
+                victims=tuple(_candidate(v, Reason.CHOSEN, f"chosen (cost {v.cost:.0f})") for v in picked),
+                spared=tuple(spared_list), freed_gpus=freed, total_cost=sum(v.cost for v in picked))
+
+
+def plan_preemption(snapshot: Snapshot, policy: Policy, request: Request, now: float) -> Plan:
+    """Which running jobs `request` would preempt under `policy` at `now`, and why."""
+    notes: list[str] = []
+    priority = _requester_priority(snapshot, policy, request, now, notes)
+    nodes = list(snapshot.nodes)
+    largest = max((n.gpus for n in nodes), default=0)
+    total = sum(n.gpus for n in nodes)
+    if request.gpus > total or request.gpus <= 0:
+        why = (f"asks for {request.gpus} GPUs but the cluster has {total} in all"
+               if request.gpus > 0 else "asks for no GPUs")
+        return Plan(request=request, effective_priority=priority, feasible=request.gpus <= 0,
+                    fits_without_preemption=request.gpus <= 0, would_preempt=False, nodes=(), victims=(),
+                    spared=(), freed_gpus=0, total_cost=0.0, blocked=why if request.gpus > 0 else None,
+                    notes=tuple(notes))
+    ctx = _Context(snapshot=snapshot, policy=policy, now=now, requester_priority=priority, exclude=request.job_id)
+    free = free_gpus(snapshot)
+    if request.gpus <= largest:
+        plan = _plan_single(ctx, request, nodes, free)
+    else:
+        plan = _plan_multi(ctx, request, nodes, free)
+    if notes:
+        plan = replace(plan, notes=tuple(notes))
+    return plan
