@@ -360,6 +360,11 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
             else:
                 why = "not needed: no plan possible on its node"
             spared[v.job.id] = _spare_reason(v, why)
+    # Protected jobs are worth naming wherever they stand: they explain why a node was no option.
+    for node in big_enough:
+        for v in by_node.get(node.name, ()):
+            if v.protected is not None and v.job.id not in spared:
+                spared[v.job.id] = _spare_reason(v, "")
     if best is None:
         counts: dict[str, int] = defaultdict(int)
         for cand in spared.values():
