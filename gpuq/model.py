@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
+from typing import NamedTuple
 
 __all__ = [
     "FORMAT",
@@ -75,9 +77,15 @@ class Node:
     state: NodeState = NodeState.IDLE
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
+_NO_ALLOCATION: Mapping[str, tuple[int | None, ...]] = MappingProxyType({})
+
+
+class Job(NamedTuple):
     """One job or pod. `job_class` is the snapshot's `class` field.
+
+    A NamedTuple rather than a frozen dataclass: just as immutable, and about ten times cheaper
+    to build, which matters when a snapshot holds 200,000 jobs. Derive changed copies with
+    `job._replace(field=value)`.
 
     Optional fields beyond the v1 minimum (`reason`, `urgent`, `account`, `partition`, `qos`,
     `comment`, `checkpoint_interval_s`, `duration_s`) are written only when set and ignored by
@@ -97,7 +105,8 @@ class Job:
     start_time: float | None = None
     end_time: float | None = None
     # Node name -> GPU indexes held there (None where the backend cannot tell which GPU).
-    allocation: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict, hash=False)
+    # Treat it as read-only; the shared empty default is never mutated.
+    allocation: Mapping[str, tuple[int | None, ...]] = _NO_ALLOCATION
     preemption_times: tuple[float, ...] = ()
     last_checkpoint_time: float | None = None
     exempt_until: float | None = None
@@ -167,13 +176,40 @@ class Snapshot:
     nodes: tuple[Node, ...] = ()
     jobs: tuple[Job, ...] = ()
     preemption_events: tuple[PreemptionEvent, ...] = ()
-    _index: dict[str, Job] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Derived indexes, built on first use. The snapshot never changes, so they never go stale.
+    _by_id: dict[str, Job] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _placement: list[tuple[dict[str, int], dict[str, tuple[Job, ...]]]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def job(self, job_id: str) -> Job | None:
-        """Look a job up by id (index built on first use; the snapshot itself never changes)."""
-        if not self._index and self.jobs:
-            self._index.update((j.id, j) for j in self.jobs)
-        return self._index.get(job_id)
+        """Look a job up by id."""
+        if not self._by_id and self.jobs:
+            self._by_id.update((j.id, j) for j in self.jobs)
+        return self._by_id.get(job_id)
+
+    def _placement_index(self) -> tuple[dict[str, int], dict[str, tuple[Job, ...]]]:
+        if not self._placement:
+            used: dict[str, int] = {}
+            running: dict[str, list[Job]] = {}
+            active, run = ACTIVE_STATES, JobState.RUNNING
+            for job in self.jobs:
+                state = job.state
+                if state in active:
+                    for node, indexes in job.allocation.items():
+                        used[node] = used.get(node, 0) + len(indexes)
+                        if state is run:
+                            running.setdefault(node, []).append(job)
+            self._placement.append((used, {n: tuple(js) for n, js in running.items()}))
+        return self._placement[0]
+
+    def used_gpus(self) -> dict[str, int]:
+        """GPUs held per node by running, suspended and completing jobs (do not mutate)."""
+        return self._placement_index()[0]
+
+    def running_on(self) -> dict[str, tuple[Job, ...]]:
+        """Running jobs per node they occupy (do not mutate)."""
+        return self._placement_index()[1]
 
     def job_class(self, name: str) -> JobClass | None:
         for cls in self.classes:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from gpuq.errors import BadInput
 from gpuq.model import (
     FORMAT,
@@ -195,6 +197,64 @@ def _job_from(raw: Any, path: str) -> Job:
     )
 
 
+_new_job = tuple.__new__
+_parse_t = parse_time
+_STR_OPTIONALS = ("reason", "account", "partition", "qos", "comment")
+
+
+def _opt_t(value: Any) -> float | None:
+    return None if value is None else _parse_t(value)
+
+
+def _job_fast(raw: Any, path: str) -> Job:
+    """The common, well-formed case without building error paths; anything unusual raises, and
+    `_job_from` then re-checks the record slowly to name the exact path and problem."""
+    get = raw.get
+    ident, name, user, tenant, cls = raw["id"], raw["name"], raw["user"], raw["tenant"], raw["class"]
+    priority, gpus = raw["priority"], raw["gpus"]
+    if (
+        type(ident) is not str or type(name) is not str or type(user) is not str or type(tenant) is not str
+        or type(cls) is not str or type(priority) is not int or type(gpus) is not int or gpus < 0
+    ):
+        raise ValueError
+    alloc = get("allocation")
+    if alloc:
+        allocation = {}
+        for node, indexes in alloc.items():
+            for idx in indexes:
+                if idx is not None and (type(idx) is not int or idx < 0):
+                    raise ValueError
+            allocation[node] = tuple(indexes)
+    else:
+        allocation = {}
+    times = get("preemption_times")
+    urgent = get("urgent", False)
+    if type(urgent) is not bool:
+        raise ValueError
+    extras = [get(k) for k in _STR_OPTIONALS]
+    for value in extras:
+        if value is not None and type(value) is not str:
+            raise ValueError
+    interval, duration = get("checkpoint_interval_s"), get("duration_s")
+    for number in (interval, duration):
+        if number is not None and (type(number) not in (int, float) or number < 0):
+            raise ValueError
+    return _new_job(Job, (  # type: ignore[call-overload]
+        ident, name, user, tenant, cls, priority, _JOB_STATES[raw["state"]], _parse_t(raw["submit_time"]), gpus,
+        _opt_t(get("eligible_time")), _opt_t(get("start_time")), _opt_t(get("end_time")), allocation,
+        tuple([_parse_t(t) for t in times]) if times else (), _opt_t(get("last_checkpoint_time")),
+        _opt_t(get("exempt_until")), extras[0], urgent, extras[1], extras[2], extras[3], extras[4],
+        None if interval is None else float(interval), None if duration is None else float(duration),
+    ))
+
+
+def _job(raw: Any, path: str) -> Job:
+    try:
+        return _job_fast(raw, path)
+    except Exception:  # noqa: BLE001 - the slow path below names the problem precisely
+        return _job_from(raw, path)
+
+
 def _event_from(raw: Any, path: str) -> PreemptionEvent:
     raw = _obj(raw, path)
     return PreemptionEvent(
@@ -212,7 +272,13 @@ def _items(raw: Mapping[str, Any], key: str, parse: Callable[[Any, str], Any]) -
     value = raw.get(key)
     if value is None:
         return ()
-    return tuple(parse(item, f"{key}[{i}]") for i, item in enumerate(_list(value, key)))
+    # Paths are built only when parsing fails: formatting 200,000 of them costs more than parsing.
+    items = _list(value, key)
+    try:
+        return tuple([parse(item, key) for item in items])
+    except _Invalid:
+        pass
+    return tuple(parse(item, f"{key}[{i}]") for i, item in enumerate(items))
 
 
 def snapshot_from_dict(raw: Any) -> Snapshot:
@@ -229,7 +295,7 @@ def snapshot_from_dict(raw: Any) -> Snapshot:
             taken_at=_time(_req(raw, "taken_at", "$"), "taken_at"),
             classes=_items(raw, "classes", _class_from),
             nodes=_items(raw, "nodes", _node_from),
-            jobs=_items(raw, "jobs", _job_from),
+            jobs=_items(raw, "jobs", _job),
             preemption_events=_items(raw, "preemption_events", _event_from),
         )
     except _Invalid as exc:
@@ -244,12 +310,17 @@ def snapshot_from_dict(raw: Any) -> Snapshot:
 
 def load_snapshot(stream: IO[str] | IO[bytes], source: str = "<stdin>") -> Snapshot:
     """Parse and validate a snapshot from a stream; errors are prefixed with `source`."""
+    data = stream.read()
     try:
-        raw = json.load(stream)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{source}: not UTF-8 text ({exc.reason})") from None
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        # orjson is fast but terse; the stdlib parser names line and column.
+        try:
+            raw = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        except UnicodeDecodeError as exc:
+            raise BadInput(f"{source}: not UTF-8 text ({exc.reason})") from None
     try:
         return snapshot_from_dict(raw)
     except BadInput as exc:
@@ -341,6 +412,6 @@ def snapshot_to_dict(snapshot: Snapshot, jobs: Iterable[Job] | None = None) -> d
     }
 
 
-def write_snapshot(snapshot: Snapshot, stream: IO[str]) -> None:
-    json.dump(snapshot_to_dict(snapshot), stream, indent=None, separators=(",", ":"))
-    stream.write("\n")
+def write_snapshot(snapshot: Snapshot, stream: IO[bytes]) -> None:
+    stream.write(orjson.dumps(snapshot_to_dict(snapshot)))
+    stream.write(b"\n")

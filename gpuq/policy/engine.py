@@ -24,7 +24,6 @@ from gpuq.policy.rules import (
     effective_priority,
     gpu_seconds_lost,
     protection,
-    victim_cost,
 )
 
 __all__ = [
@@ -126,12 +125,8 @@ def class_of(snapshot: Snapshot, policy: Policy, name: str) -> JobClass:
 
 def free_gpus(snapshot: Snapshot) -> dict[str, int]:
     """Free GPUs per node that takes work (down/draining nodes are left out)."""
-    used: dict[str, int] = defaultdict(int)
-    for job in snapshot.jobs:
-        if job.holds_gpus:
-            for node, indexes in job.allocation.items():
-                used[node] += len(indexes)
-    return {n.name: max(0, n.gpus - used[n.name]) for n in snapshot.nodes if n.state.takes_work}
+    used = snapshot.used_gpus()
+    return {n.name: max(0, n.gpus - used.get(n.name, 0)) for n in snapshot.nodes if n.state.takes_work}
 
 
 def request_for_job(job: Job) -> Request:
@@ -167,6 +162,12 @@ class _Context:
     exclude: str | None
     classes: dict[str, JobClass] = field(default_factory=dict)
     victims: dict[str, _Victim] = field(default_factory=dict)
+    quick: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    fast_rules: bool = False
+
+    def __post_init__(self) -> None:
+        # Without min-runtime and cap rules, a job is protected only by exemption, class or delta.
+        self.fast_rules = self.policy.min_runtime_s <= 0 and self.policy.max_preemptions_per_day <= 0
 
     def cls(self, name: str) -> JobClass:
         found = self.classes.get(name)
@@ -174,16 +175,58 @@ class _Context:
             found = self.classes[name] = class_of(self.snapshot, self.policy, name)
         return found
 
+    def quick_numbers(self, job: Job) -> tuple[float, bool]:
+        """(cost, unprotected) for a running job, without building a _Victim."""
+        found = self.quick.get(job.id)
+        if found is None:
+            v = self.victims.get(job.id)
+            if v is not None:
+                found = (v.cost, v.protected is None)
+            else:
+                policy = self.policy
+                priority = float(policy.urgent_priority) if job.urgent else float(job.priority)
+                cost = policy.lost_work_weight * gpu_seconds_lost(job, policy, self.now)
+                if policy.priority_weight:
+                    cost += policy.priority_weight * priority
+                if (
+                    job.exempt_until is None
+                    and self.fast_rules
+                    and self.requester_priority - priority > policy.delta
+                    and self.cls(job.job_class).preemptible
+                ):
+                    ok = True
+                else:
+                    ok = protection(job, self.cls(job.job_class), self.requester_priority, policy, self.now) is None
+                found = (cost, ok)
+            self.quick[job.id] = found
+        return found
+
     def victim(self, job: Job) -> _Victim:
+        """Numbers for a running job, computed once; the common case is inlined because a
+        preview on a 10,000-node cluster looks at tens of thousands of running jobs."""
         found = self.victims.get(job.id)
         if found is None:
             cls = self.cls(job.job_class)
+            policy = self.policy
+            lost = gpu_seconds_lost(job, policy, self.now)
+            # Victims are running jobs: no aging, only manual urgency changes their priority.
+            priority = float(policy.urgent_priority) if job.urgent else float(job.priority)
+            cost = policy.lost_work_weight * lost
+            if policy.priority_weight:
+                cost += policy.priority_weight * priority
+            unprotected_fast = (
+                job.exempt_until is None
+                and self.fast_rules
+                and self.requester_priority - priority > policy.delta
+                and cls.preemptible
+            )
             found = _Victim(
                 job=job,
-                cost=victim_cost(job, cls, self.policy, self.now),
-                lost=gpu_seconds_lost(job, self.policy, self.now),
-                priority=effective_priority(job, cls, self.policy, self.now),
-                protected=protection(job, cls, self.requester_priority, self.policy, self.now),
+                cost=cost,
+                lost=lost,
+                priority=priority,
+                protected=None if unprotected_fast
+                else protection(job, cls, self.requester_priority, policy, self.now),
                 on_node={node: len(idx) for node, idx in job.allocation.items()},
             )
             self.victims[job.id] = found
@@ -294,15 +337,14 @@ def _spare_reason(v: _Victim, why: str) -> Candidate:
 
 
 def _running_by_node(ctx: _Context, usable: Iterable[str]) -> dict[str, list[_Victim]]:
-    wanted = set(usable)
-    by_node: dict[str, list[_Victim]] = defaultdict(list)
-    for job in ctx.snapshot.jobs:
-        if job.state is JobState.RUNNING and job.id != ctx.exclude and job.allocation:
-            nodes = [n for n in job.allocation if n in wanted]
-            if nodes:
-                v = ctx.victim(job)
-                for node in nodes:
-                    by_node[node].append(v)
+    on = ctx.snapshot.running_on()
+    exclude = ctx.exclude
+    victim = ctx.victim
+    by_node: dict[str, list[_Victim]] = {}
+    for node in usable:
+        jobs = on.get(node)
+        if jobs:
+            by_node[node] = [victim(job) for job in jobs if job.id != exclude]
     return by_node
 
 
@@ -320,33 +362,48 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
         return Plan(**base, fits_without_preemption=False, would_preempt=False, nodes=(), victims=(),
                     spared=(), freed_gpus=0, total_cost=0.0,
                     blocked=f"no node that takes work has {g} GPUs (nodes with enough GPUs are down or draining)")
-    by_node = _running_by_node(ctx, (n.name for n in big_enough))
     # Lower bound per node: every missing GPU costs at least the cheapest eligible cost per GPU.
-    bounds: list[tuple[float, str, int, list[_Victim]]] = []
+    # This scan touches every running job, so it works on plain numbers; _Victim objects are
+    # built only for the few nodes the exact search then examines.
+    on = ctx.snapshot.running_on()
+    numbers = ctx.quick_numbers
+    inf = float("inf")
+    bounds: list[tuple[float, str, int]] = []
+    protected_seen: dict[str, float] = {}
     for node in big_enough:
-        need = g - free[node.name]
-        eligible = [v for v in by_node.get(node.name, ()) if v.protected is None]
-        if sum(v.on_node[node.name] for v in eligible) < need:
-            bounds.append((float("inf"), node.name, need, eligible))
-            continue
-        per_gpu = min(v.cost / v.on_node[node.name] for v in eligible)
-        bounds.append((need * per_gpu, node.name, need, eligible))
-    bounds.sort(key=lambda b: (b[0], b[1]))
+        name = node.name
+        need = g - free[name]
+        eligible_gpus, per_gpu = 0, inf
+        for job in on.get(name, ()):
+            if job.id == ctx.exclude:
+                continue
+            cost, ok = numbers(job)
+            if ok:
+                count = len(job.allocation[name])
+                eligible_gpus += count
+                if cost < per_gpu * count:
+                    per_gpu = cost / count
+            else:
+                protected_seen[job.id] = cost
+        bounds.append((need * per_gpu if eligible_gpus >= need else inf, name, need))
+    bounds.sort()
 
     best: tuple[tuple[Any, ...], list[_Victim]] | None = None
     examined: list[str] = []
-    for lower, name, need, eligible in bounds:
-        if lower == float("inf"):
+    for lower, name, need in bounds:
+        if lower == inf:
             if best is None:
                 examined.append(name)
             continue
         if best is not None and lower > best[0][0] + _EPS:
             break
         examined.append(name)
-        found = _best_cover(eligible, name, need, best[0][0] if best else float("inf"))
+        eligible = [v for v in _running_by_node(ctx, (name,)).get(name, ()) if v.protected is None]
+        found = _best_cover(eligible, name, need, best[0][0] if best else inf)
         if found is not None and (best is None or found[0] < best[0]):
             best = found
 
+    by_node = _running_by_node(ctx, examined)
     chosen_ids = {v.job.id for v in best[1]} if best else set()
     spared: dict[str, Candidate] = {}
     for name in examined:
@@ -360,11 +417,14 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
             else:
                 why = "not needed: no plan possible on its node"
             spared[v.job.id] = _spare_reason(v, why)
-    # Protected jobs are worth naming wherever they stand: they explain why a node was no option.
-    for node in big_enough:
-        for v in by_node.get(node.name, ()):
-            if v.protected is not None and v.job.id not in spared:
-                spared[v.job.id] = _spare_reason(v, "")
+    # Protected jobs elsewhere matter when they would have been cheaper than the plan (or when
+    # there is no plan): they explain why the obvious choice was not taken.
+    ceiling = best[0][0] if best else inf
+    for job_id, cost in protected_seen.items():
+        if job_id not in spared and cost <= ceiling + _EPS:
+            job = ctx.snapshot.job(job_id)
+            assert job is not None
+            spared[job_id] = _spare_reason(ctx.victim(job), "")
     if best is None:
         counts: dict[str, int] = defaultdict(int)
         for cand in spared.values():

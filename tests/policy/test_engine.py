@@ -210,8 +210,7 @@ def test_down_and_drained_nodes_take_no_work() -> None:
 def test_suspended_jobs_hold_gpus_but_are_never_victims() -> None:
     s = snap([running("s", {"n1": range(8)})], nodes=[Node("n1", 8)])
     suspended = Snapshot(s.cluster, s.backend, NOW, CLASSES, s.nodes,
-                         (Job(**{**{f: getattr(s.jobs[0], f) for f in Job.__dataclass_fields__},
-                                 "state": JobState.SUSPENDED}),))
+                         (s.jobs[0]._replace(state=JobState.SUSPENDED),))
     plan = plan_preemption(suspended, Policy(), Request(gpus=1, priority=100), NOW)
     assert not plan.would_preempt and not plan.fits_without_preemption
 
