@@ -7,6 +7,7 @@ subtract over 200,000 jobs. They are RFC 3339 UTC strings on the wire.
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -39,6 +40,12 @@ def parse_duration(value: object) -> float:
     raise ValueError(f"not a duration: {value!r} (use seconds or e.g. '90s', '10m', '2h')")
 
 
+# Canonical strings seen while parsing, by value: writing a 200,000-job snapshot back out then
+# costs a dict lookup per time instead of a datetime round trip. Bounded, and cleared when full.
+_CANONICAL: dict[float, str] = {}
+_CANONICAL_MAX = 2_000_000
+
+
 @lru_cache(maxsize=65536)
 def _parse_time_cached(text: str) -> float:
     # Many jobs share submit/start times in real queues; the cache makes 200k-job loads cheap.
@@ -47,7 +54,12 @@ def _parse_time_cached(text: str) -> float:
     parsed = datetime.fromisoformat(text)
     if parsed.tzinfo is None:
         raise ValueError(text)
-    return parsed.timestamp()
+    epoch = parsed.timestamp()
+    if len(text) == 20 and text[19] == "Z" and text[10] == "T":
+        if len(_CANONICAL) >= _CANONICAL_MAX:
+            _CANONICAL.clear()
+        _CANONICAL[epoch] = text
+    return epoch
 
 
 def parse_time(text: object) -> float:
@@ -59,6 +71,11 @@ def parse_time(text: object) -> float:
 
 def format_time(epoch: float) -> str:
     """RFC 3339 UTC string; whole seconds are written without a fraction."""
+    known = _CANONICAL.get(epoch)
+    if known is not None:
+        return known
+    if epoch == int(epoch):
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
     moment = datetime.fromtimestamp(epoch, tz=UTC)
     if moment.microsecond:
         return moment.isoformat().replace("+00:00", "Z")

@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_POLICY",
     "ClassPolicy",
     "Mode",
+    "PolicyKeyError",
     "Policy",
     "load_policy",
     "parse_policy",
@@ -104,11 +105,16 @@ _VICTIM_KEYS = {"lost_work_weight", "priority_weight"}
 _CLASS_KEYS = {"target_p95", "max_wait", "aging_rate", "preemptible"}
 
 
-class _KeyError(Exception):
+class PolicyKeyError(Exception):
+    """A bad key or value in a policy table; `key` is the dotted key, for file:line errors."""
+
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(problem)
         self.key = key
         self.problem = problem
+
+
+_KeyError = PolicyKeyError  # older name, kept for importers
 
 
 def _number(table: Mapping[str, Any], key: str, dotted: str, minimum: float = 0.0) -> float | None:
@@ -116,9 +122,9 @@ def _number(table: Mapping[str, Any], key: str, dotted: str, minimum: float = 0.
         return None
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _KeyError(dotted, f"expected a number, got {value!r}")
+        raise PolicyKeyError(dotted, f"expected a number, got {value!r}")
     if value < minimum:
-        raise _KeyError(dotted, f"must be >= {minimum:g}, got {value!r}")
+        raise PolicyKeyError(dotted, f"must be >= {minimum:g}, got {value!r}")
     return float(value)
 
 
@@ -128,24 +134,24 @@ def _duration(table: Mapping[str, Any], key: str, dotted: str) -> float | None:
     try:
         return parse_duration(table[key])
     except ValueError as exc:
-        raise _KeyError(dotted, str(exc)) from None
+        raise PolicyKeyError(dotted, str(exc)) from None
 
 
 def _unknown(table: Mapping[str, Any], allowed: set[str], prefix: str) -> None:
     for key in table:
         if key not in allowed:
-            raise _KeyError(f"{prefix}{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+            raise PolicyKeyError(f"{prefix}{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
 
 def _table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = raw.get(key, {})
     if not isinstance(value, dict):
-        raise _KeyError(key, f"expected a table [{key}], got {value!r}")
+        raise PolicyKeyError(key, f"expected a table [{key}], got {value!r}")
     return value
 
 
 def policy_from_mapping(raw: Mapping[str, Any]) -> Policy:
-    """Build a Policy from decoded TOML; raises `_KeyError` (converted by callers) on bad values."""
+    """Build a Policy from decoded TOML; raises `PolicyKeyError` (converted by callers) on bad values."""
     _unknown(raw, _SECTIONS, "")
     pre = _table(raw, "preemption")
     _unknown(pre, _PREEMPTION_KEYS, "preemption.")
@@ -163,14 +169,14 @@ def policy_from_mapping(raw: Mapping[str, Any]) -> Policy:
     if "mode" in pre:
         mode = pre["mode"]
         if mode not in {m.value for m in Mode}:
-            raise _KeyError("preemption.mode", f"{mode!r} is not one of {', '.join(m.value for m in Mode)}")
+            raise PolicyKeyError("preemption.mode", f"{mode!r} is not one of {', '.join(m.value for m in Mode)}")
         kwargs["mode"] = Mode(mode)
     put("grace_period_s", _duration(pre, "grace_period", "preemption.grace_period"))
     put("min_runtime_s", _duration(pre, "min_runtime", "preemption.min_runtime"))
     cap = _number(pre, "max_preemptions_per_day", "preemption.max_preemptions_per_day")
     if cap is not None:
         if not cap.is_integer():
-            raise _KeyError("preemption.max_preemptions_per_day", f"expected a whole number, got {cap:g}")
+            raise PolicyKeyError("preemption.max_preemptions_per_day", f"expected a whole number, got {cap:g}")
         kwargs["max_preemptions_per_day"] = int(cap)
     put(
         "default_checkpoint_interval_s",
@@ -187,11 +193,11 @@ def policy_from_mapping(raw: Mapping[str, Any]) -> Policy:
     for name, table in _table(raw, "classes").items():
         prefix = f"classes.{name}."
         if not isinstance(table, dict):
-            raise _KeyError(f"classes.{name}", f"expected a table [classes.{name}], got {table!r}")
+            raise PolicyKeyError(f"classes.{name}", f"expected a table [classes.{name}], got {table!r}")
         _unknown(table, _CLASS_KEYS, prefix)
         preemptible = table.get("preemptible")
         if preemptible is not None and not isinstance(preemptible, bool):
-            raise _KeyError(prefix + "preemptible", f"expected true or false, got {preemptible!r}")
+            raise PolicyKeyError(prefix + "preemptible", f"expected true or false, got {preemptible!r}")
         classes[name] = ClassPolicy(
             target_p95_s=_duration(table, "target_p95", prefix + "target_p95"),
             max_wait_s=_duration(table, "max_wait", prefix + "max_wait"),
@@ -205,7 +211,7 @@ def policy_from_mapping(raw: Mapping[str, Any]) -> Policy:
     for tenant, value in _table(raw, "urgent_quota").items():
         dotted = f"urgent_quota.{tenant}"
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise _KeyError(dotted, f"expected a whole number of GPUs >= 0, got {value!r}")
+            raise PolicyKeyError(dotted, f"expected a whole number of GPUs >= 0, got {value!r}")
         if tenant == "default":
             default_quota = value
         else:
@@ -243,7 +249,7 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
         raise BadInput(f"{source}: invalid TOML: {exc}") from None
     try:
         return policy_from_mapping(raw)
-    except _KeyError as exc:
+    except PolicyKeyError as exc:
         line = _line_of(text, exc.key)
         where = f"{source}:{line}" if line else source
         raise BadInput(f"{where}: {exc.key}: {exc.problem}") from None
