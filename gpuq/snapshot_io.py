@@ -72,7 +72,7 @@ def _int(value: Any, path: str, minimum: int | None = None) -> int:
             raise _Invalid(path, f"expected an integer, got {_kind(value)}")
     if minimum is not None and value < minimum:
         raise _Invalid(path, f"must be >= {minimum}, got {value}")
-    return value
+    return int(value)
 
 
 def _num(value: Any, path: str) -> float:
@@ -244,7 +244,7 @@ def _job_fast(raw: Any, path: str) -> Job:
     eligible, start, end, checkpoint, exempt = (
         get("eligible_time"), get("start_time"), get("end_time"), get("last_checkpoint_time"), get("exempt_until")
     )
-    return _new_job(Job, (  # type: ignore[call-overload]
+    return _new_job(Job, (
         ident, name, user, tenant, cls, priority, _JOB_STATES[raw["state"]], parse(raw["submit_time"]), gpus,
         None if eligible is None else parse(eligible), None if start is None else parse(start),
         None if end is None else parse(end), allocation,
@@ -398,10 +398,11 @@ def job_to_dict(job: Job) -> dict[str, Any]:
                            ("qos", job.qos)):
             if value is not None:
                 out[key] = value
-    for key, value in (("comment", job.comment), ("checkpoint_interval_s", job.checkpoint_interval_s),
-                       ("duration_s", job.duration_s)):
-        if value is not None:
-            out[key] = value
+    if job.comment is not None:
+        out["comment"] = job.comment
+    for key, number in (("checkpoint_interval_s", job.checkpoint_interval_s), ("duration_s", job.duration_s)):
+        if number is not None:
+            out[key] = number
     if job.urgent:
         out["urgent"] = True
     return out

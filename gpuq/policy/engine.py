@@ -348,18 +348,34 @@ def _running_by_node(ctx: _Context, usable: Iterable[str]) -> dict[str, list[_Vi
     return by_node
 
 
+def _make_plan(
+    ctx: _Context,
+    request: Request,
+    *,
+    fits: bool,
+    nodes: tuple[str, ...],
+    victims: tuple[Candidate, ...],
+    spared: tuple[Candidate, ...],
+    freed_gpus: int,
+    total_cost: float,
+    blocked: str | None = None,
+) -> Plan:
+    return Plan(request=request, effective_priority=ctx.requester_priority, feasible=True,
+                fits_without_preemption=fits, would_preempt=bool(victims), nodes=nodes, victims=victims,
+                spared=spared, freed_gpus=freed_gpus, total_cost=total_cost, blocked=blocked)
+
+
 def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[str, int]) -> Plan:
     g = request.gpus
     big_enough = [n for n in nodes if n.state.takes_work and n.gpus >= g]
     fitting = [n for n in big_enough if free[n.name] >= g]
-    base = {"request": request, "effective_priority": ctx.requester_priority, "feasible": True}
     if fitting:
         # Best fit keeps large holes open for large jobs.
         node = min(fitting, key=lambda n: (free[n.name], n.name))
-        return Plan(**base, fits_without_preemption=True, would_preempt=False, nodes=(node.name,),
+        return _make_plan(ctx, request, fits=True, nodes=(node.name,),
                     victims=(), spared=(), freed_gpus=0, total_cost=0.0)
     if not big_enough:
-        return Plan(**base, fits_without_preemption=False, would_preempt=False, nodes=(), victims=(),
+        return _make_plan(ctx, request, fits=False, nodes=(), victims=(),
                     spared=(), freed_gpus=0, total_cost=0.0,
                     blocked=f"no node that takes work has {g} GPUs (nodes with enough GPUs are down or draining)")
     # Lower bound per node: every missing GPU costs at least the cheapest eligible cost per GPU.
@@ -422,16 +438,16 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
     ceiling = best[0][0] if best else inf
     for job_id, cost in protected_seen.items():
         if job_id not in spared and cost <= ceiling + _EPS:
-            job = ctx.snapshot.job(job_id)
-            assert job is not None
-            spared[job_id] = _spare_reason(ctx.victim(job), "")
+            protected_job = ctx.snapshot.job(job_id)
+            assert protected_job is not None
+            spared[job_id] = _spare_reason(ctx.victim(protected_job), "")
     if best is None:
         counts: dict[str, int] = defaultdict(int)
         for cand in spared.values():
             counts[cand.reason.value] += 1
         summary = ", ".join(f"{n} {r}" for r, n in sorted(counts.items())) or "no running jobs"
         most = max(big_enough, key=lambda n: (free[n.name], n.name))
-        return Plan(**base, fits_without_preemption=False, would_preempt=False, nodes=(), victims=(),
+        return _make_plan(ctx, request, fits=False, nodes=(), victims=(),
                     spared=tuple(spared.values()), freed_gpus=0, total_cost=0.0,
                     blocked=f"no node can free {g} GPUs without touching protected jobs "
                     f"(most free: {free[most.name]} on {most.name}; candidates: {summary})")
@@ -439,7 +455,7 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
     node = key[-1]
     victims.sort(key=lambda v: (v.cost, v.job.id))
     chosen = tuple(_candidate(v, Reason.CHOSEN, f"chosen (cost {v.cost:.0f})") for v in victims)
-    return Plan(**base, fits_without_preemption=False, would_preempt=True, nodes=(node,), victims=chosen,
+    return _make_plan(ctx, request, fits=False, nodes=(node,), victims=chosen,
                 spared=tuple(spared.values()), freed_gpus=sum(v.on_node[node] for v in victims),
                 total_cost=sum(v.cost for v in victims))
 
@@ -447,7 +463,6 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
 def _plan_multi(ctx: _Context, request: Request, nodes: list[Node], free: dict[str, int]) -> Plan:
     g = request.gpus
     usable = [n for n in nodes if n.state.takes_work]
-    base = {"request": request, "effective_priority": ctx.requester_priority, "feasible": True}
 
     def take(freed_by_node: dict[str, int]) -> tuple[str, ...]:
         # Fewest nodes: the emptiest nodes first.
@@ -463,7 +478,7 @@ def _plan_multi(ctx: _Context, request: Request, nodes: list[Node], free: dict[s
 
     total_free = sum(free[n.name] for n in usable)
     if total_free >= g:
-        return Plan(**base, fits_without_preemption=True, would_preempt=False, nodes=take({}),
+        return _make_plan(ctx, request, fits=True, nodes=take({}),
                     victims=(), spared=(), freed_gpus=0, total_cost=0.0)
     need = g - total_free
     by_node = _running_by_node(ctx, (n.name for n in usable))
@@ -484,7 +499,7 @@ def _plan_multi(ctx: _Context, request: Request, nodes: list[Node], free: dict[s
         freed += frees(v)
     spared_list = [_spare_reason(v, "not needed") for v in everyone.values() if v.protected is not None]
     if freed < need:
-        return Plan(**base, fits_without_preemption=False, would_preempt=False, nodes=(), victims=(),
+        return _make_plan(ctx, request, fits=False, nodes=(), victims=(),
                     spared=tuple(_spare_reason(v, "not enough eligible GPUs to help") for v in everyone.values()),
                     freed_gpus=0, total_cost=0.0,
                     blocked=f"only {total_free + freed} of {g} GPUs could be freed without touching protected jobs")
@@ -501,7 +516,7 @@ def _plan_multi(ctx: _Context, request: Request, nodes: list[Node], free: dict[s
         for node, count in v.on_node.items():
             freed_by_node[node] += count
     picked.sort(key=lambda v: (v.cost, v.job.id))
-    return Plan(**base, fits_without_preemption=False, would_preempt=True, nodes=take(freed_by_node),
+    return _make_plan(ctx, request, fits=False, nodes=take(freed_by_node),
                 victims=tuple(_candidate(v, Reason.CHOSEN, f"chosen (cost {v.cost:.0f})") for v in picked),
                 spared=tuple(spared_list), freed_gpus=freed, total_cost=sum(v.cost for v in picked))
 

@@ -50,10 +50,12 @@ def pending_reasons(snapshot: Snapshot, policy: Policy, job: Job, now: float) ->
     if not plan.feasible:
         lines.append(f"it can never start here: it {plan.blocked}")
     elif plan.fits_without_preemption:
-        lines.append(
-            f"{job.gpus} GPUs are free now on {', '.join(plan.nodes)}; "
-            + (f"{ahead} higher-priority pending jobs are ahead of it" if ahead else "it should start at the next scheduling pass")
+        then = (
+            f"{ahead} higher-priority pending jobs are ahead of it"
+            if ahead
+            else "it should start at the next scheduling pass"
         )
+        lines.append(f"{job.gpus} GPUs are free now on {', '.join(plan.nodes)}; {then}")
     else:
         lines.append(f"no free space for {job.gpus} GPUs" + (" on one node" if len(plan.nodes) <= 1 else ""))
         if ahead:
