@@ -1,0 +1,176 @@
+"""The append-only audit log: one JSON line per action, dry run or not, success or failure.
+
+Written to `$XDG_STATE_HOME/gpuq/audit.jsonl`. The file is opened (and so checked writable)
+*before* an action runs, and each record goes out in one `write` on an `O_APPEND` descriptor
+under an exclusive `flock`, then `fsync` — only after that may a front end report success.
+
+Record fields (a stable interface, shown by `gpuq audit -o json`):
+`time` (RFC 3339 UTC), `operator`, `host`, `backend`, `cluster`, `action`, `target`, `before`,
+`after`, `reason`, `result` (`ok` | `dry_run` | `error` | `refused`), and `dry_run`, `args`,
+`commands`, `warnings`, `error` (message or null), `exit_code`.
+"""
+
+from __future__ import annotations
+
+import errno
+import getpass
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuq import locations
+from gpuq.errors import GpuqError
+from gpuq.timefmt import format_time
+
+__all__ = [
+    "AuditEntry",
+    "AuditLog",
+    "AuditError",
+    "AuditWriter",
+    "current_operator",
+    "make_record",
+]
+
+
+class AuditError(GpuqError):
+    """The audit log could not be opened, written or read; an action is then not reported as done."""
+
+    exit_code = 1
+
+
+def current_operator() -> str:
+    """The login name, noting the real operator behind sudo."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid:{os.getuid()}"
+    sudo_user = os.environ.get("SUDO_USER")
+    return f"{sudo_user} (as {user})" if sudo_user and sudo_user != user else user
+
+
+def make_record(
+    *,
+    backend: str,
+    cluster: str,
+    action: str,
+    target: str,
+    result: str,
+    reason: str = "",
+    dry_run: bool = False,
+    before: Mapping[str, Any] | None = None,
+    after: Mapping[str, Any] | None = None,
+    args: Mapping[str, Any] | None = None,
+    commands: Sequence[Sequence[str]] = (),
+    warnings: Sequence[str] = (),
+    error: str | None = None,
+    exit_code: int = 0,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """One audit record with every documented field present."""
+    return {
+        "time": format_time(round(time.time() if now is None else now, 3)),
+        "operator": current_operator(),
+        "host": socket.gethostname(),
+        "backend": backend,
+        "cluster": cluster,
+        "action": action,
+        "target": target,
+        "before": dict(before or {}),
+        "after": dict(after or {}),
+        "reason": reason,
+        "result": result,
+        "dry_run": dry_run,
+        "args": dict(args or {}),
+        "commands": [list(c) for c in commands],
+        "warnings": list(warnings),
+        "error": error,
+        "exit_code": exit_code,
+    }
+
+
+class AuditWriter:
+    """An open append descriptor on the log; `write` returns only once the line is on disk."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        import fcntl
+
+        line = (json.dumps(record, default=str, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        try:
+            # One write per record under flock: concurrent gpuq processes never interleave lines.
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                view = memoryview(line)
+                while view:
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+                os.fsync(self._fd)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+        except OSError as exc:
+            raise AuditError(f"cannot write audit log {self.path}: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> AuditWriter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One line of the log as read back; `record` is None when the line is not valid JSON."""
+
+    line: int
+    record: dict[str, Any] | None
+    raw: str
+
+
+class AuditLog:
+    """The log file: open it for appending before acting, read it for `gpuq audit`."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else locations.audit_log_path()
+
+    def open(self) -> AuditWriter:
+        """Open for appending, creating it private to the operator; fails before any action runs."""
+        try:
+            locations.ensure_dir(self.path.parent)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise AuditError(f"cannot open audit log {self.path}: {exc.strerror or exc}; nothing was done") from None
+        return AuditWriter(self.path, fd)
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        with self.open() as writer:
+            writer.write(record)
+
+    def entries(self) -> Iterator[AuditEntry]:
+        """Every line in order; a missing log reads as empty."""
+        try:
+            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return
+            raise AuditError(f"cannot read audit log {self.path}: {exc.strerror}") from None
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError:
+                record = None
+            yield AuditEntry(number, record if isinstance(record, dict) else None, text)

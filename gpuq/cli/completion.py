@@ -1,0 +1,61 @@
+"""`gpuq completion bash|zsh|fish`: print the shell completion script.
+
+The same scripts are committed under `completions/` (regenerate with
+`python -m gpuq.cli.completion completions/`); job ids complete dynamically from the backend.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpuq.cli.options import global_options
+
+__all__ = ["FILES", "completion", "completion_script", "write_completion_files"]
+
+#: Shell → committed file name under completions/.
+FILES = {"bash": "gpuq.bash", "zsh": "_gpuq", "fish": "gpuq.fish"}
+
+
+def completion_script(shell: str) -> str:
+    from click.shell_completion import get_completion_class
+
+    from gpuq.cli.main import cli
+
+    cls = get_completion_class(shell)
+    if cls is None:  # pragma: no cover - the Choice below rules it out
+        raise click.BadParameter(f"unsupported shell {shell!r}")
+    # BashComplete.source() runs `bash` to check its version; the script does not depend on it.
+    comp = cls(cli, {}, "gpuq", "_GPUQ_COMPLETE")
+    return comp.source_template % comp.source_vars()
+
+
+def write_completion_files(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for shell, name in FILES.items():
+        path = directory / name
+        path.write_text(completion_script(shell), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+@click.command("completion")
+@click.argument("shell", type=click.Choice(sorted(FILES)))
+@global_options  # accepted (and ignored) like everywhere else, so aliases with global flags work
+def completion(shell: str) -> None:
+    """Print the completion script for SHELL.
+
+    \b
+    bash:  gpuq completion bash > ~/.local/share/bash-completion/completions/gpuq
+    zsh:   gpuq completion zsh > "${fpath[1]}/_gpuq"
+    fish:  gpuq completion fish > ~/.config/fish/completions/gpuq.fish
+    """
+    click.echo(completion_script(shell), nl=False)
+
+
+if __name__ == "__main__":
+    for written_path in write_completion_files(Path(sys.argv[1] if len(sys.argv) > 1 else "completions")):
+        print(written_path)

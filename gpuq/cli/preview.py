@@ -1,0 +1,158 @@
+"""`gpuq preview`: dry-run victim choice for a pending job or a what-if request.
+
+`-o json` → `{"would_preempt", "fits_without_preemption", "feasible", "request": {...}, "nodes",
+"victims": [{"id", "nodes", "gpus", "gpu_seconds_lost", "cost", "effective_priority", "reason":
+"chosen", "detail"}], "spared": [{"id", "reason", "detail"}], "freed_gpus", "total_cost",
+"blocked", "notes"}` plus `"native": {"would_preempt", "nodes", "victims", "notes"}` when the
+backend can predict its own scheduler. Exit 0 whether or not it would preempt; 1 only when the
+request can never be met.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from gpuq.cli.options import App, global_options, job_argument, pass_app
+from gpuq.cli.render import emit_csv, emit_json, make_console, make_table, warn
+
+if TYPE_CHECKING:
+    from gpuq.service import Preview
+
+__all__ = ["preview", "show_preview"]
+
+
+def show_preview(app: App, result: Preview, *, heading: str | None = None) -> None:
+    """Render a preview in the chosen format (shared with `gpuq bump`)."""
+    plan = result.plan
+    if app.output == "json":
+        emit_json(result.to_dict())
+        return
+    if app.output == "csv":
+        emit_csv(
+            ("id", "decision", "reason", "nodes", "gpus", "gpu_seconds_lost", "cost", "detail"),
+            [
+                *(
+                    [
+                        v.job_id,
+                        "preempt",
+                        v.reason.value,
+                        " ".join(v.nodes),
+                        v.gpus,
+                        round(v.gpu_seconds_lost, 3),
+                        round(v.cost, 3),
+                        v.detail,
+                    ]
+                    for v in plan.victims
+                ),
+                *(
+                    [s.job_id, "spare", s.reason.value, " ".join(s.nodes), s.gpus, None, None, s.detail]
+                    for s in plan.spared
+                ),
+            ],
+        )
+        return
+    console = make_console(app)
+    req = plan.request
+    who = f"job {req.job_id}" if req.job_id else f"a {req.gpus}-GPU request"
+    if heading:
+        console.print(heading, markup=False)
+    if not plan.feasible:
+        console.print(f"[bold red]never feasible:[/] {who} {plan.blocked or 'cannot be placed on this cluster'}")
+    elif plan.fits_without_preemption:
+        console.print(f"[green]fits without preemption[/]: {who} can start now on {', '.join(plan.nodes)}")
+    elif plan.would_preempt:
+        console.print(
+            f"[yellow]would preempt {len(plan.victims)} job(s)[/] on {', '.join(plan.nodes)} for {who} "
+            f"(effective priority {plan.effective_priority:g}): frees {plan.freed_gpus} GPUs, "
+            f"loses {sum(v.gpu_seconds_lost for v in plan.victims) / 3600:.2f} GPU-hours, cost {plan.total_cost:g}"
+        )
+    else:
+        console.print(f"[yellow]would not preempt now[/]: {plan.blocked or 'no eligible victims'}")
+    if plan.victims:
+        table = make_table(
+            "victims",
+            ["ID", "NODES", "GPUS", "GPU-H LOST", "COST", "EFF PRIO"],
+            right=("GPUS", "GPU-H LOST", "COST", "EFF PRIO"),
+        )
+        for v in plan.victims:
+            table.add_row(
+                v.job_id,
+                ",".join(v.nodes),
+                str(v.gpus),
+                f"{v.gpu_seconds_lost / 3600:.2f}",
+                f"{v.cost:g}",
+                f"{v.effective_priority:g}",
+            )
+        console.print(table)
+    if plan.spared:
+        table = make_table("spared", ["ID", "REASON", "DETAIL"])
+        for s in plan.spared:
+            table.add_row(s.job_id, s.reason.value, s.detail)
+        console.print(table)
+    for note in plan.notes:
+        console.print(f"note: {note}", markup=False)
+    if result.native_error is not None:
+        console.print(f"native scheduler: {result.native_error}", markup=False)
+    if result.native is not None:
+        native = result.native
+        ids = ", ".join(str(v.get("id")) for v in native.victims) or "nothing"
+        console.print(
+            f"native scheduler: would {'preempt ' + ids if native.would_preempt else 'not preempt'}"
+            + (f" on {', '.join(native.nodes)}" if native.nodes else ""),
+            markup=False,
+        )
+        for note in native.notes:
+            console.print(f"  {note}", markup=False)
+
+
+@click.command("preview")
+@job_argument(required=False)
+@click.option("--gpus", type=click.IntRange(min=1), help="What-if: GPUs requested.")
+@click.option("--priority", type=int, help="What-if priority (with JOB: preview the job at this priority).")
+@click.option("--class", "job_class", metavar="CLASS", help="What-if: the request's class (default priority).")
+@click.option("--tenant", metavar="TENANT", help="What-if: the request's tenant (urgent quota).")
+@click.option("--urgent", is_flag=True, help="Preview at manual-urgent priority.")
+@global_options
+@pass_app
+def preview(
+    app: App,
+    job_id: str | None,
+    gpus: int | None,
+    priority: int | None,
+    job_class: str | None,
+    tenant: str | None,
+    urgent: bool,
+) -> None:
+    """Which running jobs JOB (or a what-if request) would preempt now, and why others are spared.
+
+    \b
+    gpuq preview 1234                       a pending job as it stands
+    gpuq preview 1234 --priority 900        the same job after a bump
+    gpuq preview --gpus 8 --priority 500 [--class C --tenant T]
+    """
+    from gpuq.backends.base import PreviewRequest
+
+    if job_id is not None:
+        if gpus is not None or job_class is not None or tenant is not None:
+            raise click.UsageError("give either JOB or --gpus/--class/--tenant, not both")
+        cluster = app.cluster
+        job = cluster.job(job_id)
+        if not job.is_pending:
+            warn(f"job {job.id} is {job.state.value}, not pending: showing what it would preempt if queued now")
+        request = PreviewRequest(gpus=job.gpus, priority=priority, urgent=urgent, job_id=job.id)
+    else:
+        if gpus is None:
+            raise click.UsageError("give a JOB or --gpus N (with --priority P, --class C or --urgent)")
+        if priority is None and job_class is None and not urgent:
+            raise click.UsageError("a what-if request needs --priority P, --class C (its default priority) or --urgent")
+        request = PreviewRequest(gpus=gpus, priority=priority, job_class=job_class, tenant=tenant, urgent=urgent)
+    result = app.cluster.preview(request)
+    show_preview(app, result)
+    if not result.plan.feasible:
+        if app.output != "table":
+            click.echo(
+                f"gpuq: never feasible: {result.plan.blocked or 'the cluster cannot place this request'}", err=True
+            )
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,51 @@
+"""Layering checked at run time: the pure core imports no UI, cluster client or subprocess code,
+and the CLI does not pay for Textual or Kubernetes at import time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Front-end libraries and cluster clients, plus every module that runs external programs.
+FORBIDDEN_IN_CORE = (
+    "click",
+    "rich",
+    "textual",
+    "kubernetes",
+    "pynvml",
+    "subprocess",
+    "gpuq.backends.slurm",
+    "gpuq.cli",
+    "gpuq.tui",
+)
+CORE = ("gpuq.model", "gpuq.policy.engine", "gpuq.sla", "gpuq.sim")
+
+
+def _modules_after_import(module: str) -> set[str]:
+    code = f"import json, sys; import {module}; print(json.dumps(sorted(sys.modules)))"
+    # Our own interpreter on a fixed snippet: nothing untrusted reaches the command line.
+    argv = [sys.executable, "-c", code]
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True).stdout  # noqa: S603
+    return set(json.loads(out))
+
+
+def _hits(loaded: set[str], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in loaded if any(m == f or m.startswith(f + ".") for f in forbidden))
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_core_imports_stay_pure(module: str) -> None:
+    assert _hits(_modules_after_import(module), FORBIDDEN_IN_CORE) == []
+
+
+def test_cli_import_is_light() -> None:
+    loaded = _modules_after_import("gpuq.cli.main")
+    assert _hits(loaded, ("textual", "kubernetes", "pynvml", "gpuq.tui", "gpuq.backends.slurm", "gpuq.sim")) == []
+    # Rich is only needed once a table is drawn.
+    assert _hits(loaded, ("rich",)) == []
