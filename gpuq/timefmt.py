@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, datetime
-from functools import lru_cache
 
 __all__ = ["format_duration", "format_time", "parse_duration", "parse_time"]
 
@@ -46,18 +45,26 @@ _CANONICAL: dict[float, str] = {}
 _CANONICAL_MAX = 2_000_000
 
 
-@lru_cache(maxsize=65536)
+_PARSED: dict[str, float] = {}
+
+
 def _parse_time_cached(text: str) -> float:
-    # Many jobs share submit/start times in real queues; the cache makes 200k-job loads cheap.
+    """Parse with a memo: real queues repeat times (arrays, bursts), and a plain dict is cheaper
+    than an LRU when most times are distinct. Raises on anything but an RFC 3339 string."""
+    found = _PARSED.get(text)
+    if found is not None:
+        return found
     if not text or text[0] not in "0123456789" or len(text) < 19 or text[10] not in "Tt ":
         raise ValueError(text)
     parsed = datetime.fromisoformat(text)
     if parsed.tzinfo is None:
         raise ValueError(text)
     epoch = parsed.timestamp()
+    if len(_PARSED) >= _CANONICAL_MAX:
+        _PARSED.clear()
+        _CANONICAL.clear()
+    _PARSED[text] = epoch
     if len(text) == 20 and text[19] == "Z" and text[10] == "T":
-        if len(_CANONICAL) >= _CANONICAL_MAX:
-            _CANONICAL.clear()
         _CANONICAL[epoch] = text
     return epoch
 

@@ -94,19 +94,34 @@ def queue_rows(
         resolved[name] = cluster.resolved_class(snapshot, name)
         return resolved[name]
 
+    pending = JobState.PENDING
+    # Inlined wait and priority arithmetic (Job.wait_s, rules.effective_priority for the common
+    # cases): this loop runs once per job, 200,000 times on a large cluster.
     for job in snapshot.jobs:
-        if states is not None and job.state not in states:
+        state = job.state
+        if states is not None and state not in states:
             continue
         if (user_set and job.user not in user_set) or (tenant_set and job.tenant not in tenant_set):
             continue
         if (class_set and job.job_class not in class_set) or job.gpus < min_gpus:
             continue
         times = job.preemption_times
+        since = job.eligible_time if job.eligible_time is not None else job.submit_time
+        if job.start_time is not None:
+            wait: float | None = max(0.0, job.start_time - since)
+        elif state is pending:
+            wait = max(0.0, now - since)
+        else:
+            wait = None
+        if state is pending or job.urgent:
+            effective = effective_priority(job, resolved.get(job.job_class) or class_of(job.job_class), policy, now)
+        else:
+            effective = float(job.priority)
         append(
             QueueRow(
                 job,
-                job.wait_s(now),
-                effective_priority(job, resolved.get(job.job_class) or class_of(job.job_class), policy, now),
+                wait,
+                effective,
                 len(times),
                 job.preemptions_since(day_ago, now) if times else 0,
             )

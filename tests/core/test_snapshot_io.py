@@ -69,3 +69,32 @@ def test_load_reports_json_syntax_with_source_and_line() -> None:
         load_snapshot(io.StringIO('{\n  "format": oops}'), "big.json")
     with pytest.raises(BadInput, match=r"x\.json: \$|x\.json: expected a JSON object"):
         load_snapshot(io.StringIO("[1, 2]"), "x.json")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("preemption_times", {"2026-11-29T09:00:00Z": 1}, "jobs[0].preemption_times: expected an array"),
+        ("allocation", {"gpu-001": {"0": 1}}, "jobs[0].allocation.gpu-001: expected an array"),
+        ("urgent", "yes", "jobs[0].urgent: expected a boolean"),
+        ("reason", 5, "jobs[0].reason: expected a string"),
+        ("checkpoint_interval_s", -1, "jobs[0].checkpoint_interval_s: must be >= 0"),
+    ],
+)
+def test_fast_path_rejects_what_the_slow_path_rejects(field: str, value: object, message: str) -> None:
+    d = doc()
+    d["jobs"][0][field] = value
+    with pytest.raises(BadInput) as err:
+        snapshot_from_dict(d)
+    assert message in str(err.value)
+
+
+def test_optional_extras_round_trip() -> None:
+    d = doc()
+    d["jobs"][0].update(reason="Priority", urgent=True, account="acct", partition="gpu", qos="high",
+                        comment="hi", checkpoint_interval_s=600, duration_s=3600.5)
+    snap = snapshot_from_dict(d)
+    job = snap.jobs[0]
+    assert (job.reason, job.urgent, job.qos, job.checkpoint_interval_s, job.duration_s) == (
+        "Priority", True, "high", 600.0, 3600.5)
+    assert snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap)))) == snap
