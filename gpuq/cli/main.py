@@ -31,23 +31,43 @@ class GpuqGroup(click.Group):
             raise to_click_error(exc) from None
 
 
-@click.group(cls=GpuqGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GpuqGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="gpuq")
 @global_options
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Inspect and steer a shared GPU cluster: queue, GPUs, SLA, preemptions, dry-run previews.
 
     Global options may come before or after the command (`gpuq -o json queue` or
     `gpuq queue -o json`). Without a config file gpuq runs an embedded simulated cluster.
 
     Exit codes: 0 ok, 1 refused or not found, 2 usage, 3 backend unreachable, 4 permission denied.
+    Without a command, `gpuq` shows the overview.
     """
+    if ctx.invoked_subcommand is None:
+        from gpuq.cli.overview import overview
+
+        ctx.invoke(overview)
 
 
 def _register() -> None:
-    from gpuq.cli import actions, audit, completion, gpus, job, preemptions, preview, queue, sla, snapshot, tui
+    from gpuq.cli import (
+        actions,
+        audit,
+        completion,
+        gpus,
+        job,
+        overview,
+        preemptions,
+        preview,
+        queue,
+        sla,
+        snapshot,
+        tui,
+    )
 
     for command in (
+        overview.overview,
         queue.queue,
         gpus.gpus,
         sla.sla,
