@@ -12,6 +12,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import NamedTuple
 
+from gpuq.gcpause import gc_paused
+
 __all__ = [
     "FORMAT",
     "ACTIVE_STATES",
@@ -185,23 +187,28 @@ class Snapshot:
     def job(self, job_id: str) -> Job | None:
         """Look a job up by id."""
         if not self._by_id and self.jobs:
-            self._by_id.update((j.id, j) for j in self.jobs)
+            with gc_paused():
+                self._by_id.update((j.id, j) for j in self.jobs)
         return self._by_id.get(job_id)
 
     def _placement_index(self) -> tuple[dict[str, int], dict[str, tuple[Job, ...]]]:
         if not self._placement:
-            used: dict[str, int] = {}
-            running: dict[str, list[Job]] = {}
-            active, run = ACTIVE_STATES, JobState.RUNNING
-            for job in self.jobs:
-                state = job.state
-                if state in active:
-                    for node, indexes in job.allocation.items():
-                        used[node] = used.get(node, 0) + len(indexes)
-                        if state is run:
-                            running.setdefault(node, []).append(job)
-            self._placement.append((used, {n: tuple(js) for n, js in running.items()}))
+            with gc_paused():
+                self._placement.append(self._build_placement())
         return self._placement[0]
+
+    def _build_placement(self) -> tuple[dict[str, int], dict[str, tuple[Job, ...]]]:
+        used: dict[str, int] = {}
+        running: dict[str, list[Job]] = {}
+        active, run = ACTIVE_STATES, JobState.RUNNING
+        for job in self.jobs:
+            state = job.state
+            if state in active:
+                for node, indexes in job.allocation.items():
+                    used[node] = used.get(node, 0) + len(indexes)
+                    if state is run:
+                        running.setdefault(node, []).append(job)
+        return used, {n: tuple(js) for n, js in running.items()}
 
     def used_gpus(self) -> dict[str, int]:
         """GPUs held per node by running, suspended and completing jobs (do not mutate)."""

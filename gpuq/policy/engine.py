@@ -188,13 +188,10 @@ class _Context:
                 cost = policy.lost_work_weight * gpu_seconds_lost(job, policy, self.now)
                 if policy.priority_weight:
                     cost += policy.priority_weight * priority
-                if (
-                    job.exempt_until is None
-                    and self.fast_rules
-                    and self.requester_priority - priority > policy.delta
-                    and self.cls(job.job_class).preemptible
-                ):
-                    ok = True
+                if job.exempt_until is None and self.fast_rules and self.cls(job.job_class).preemptible:
+                    # Only the priority gap can protect it; the reason's sentence is built later,
+                    # for the few protected jobs a plan lists.
+                    ok = self.requester_priority - priority > policy.delta
                 else:
                     ok = protection(job, self.cls(job.job_class), self.requester_priority, policy, self.now) is None
                 found = (cost, ok)
@@ -385,7 +382,7 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
     numbers = ctx.quick_numbers
     inf = float("inf")
     bounds: list[tuple[float, str, int]] = []
-    protected_seen: dict[str, float] = {}
+    protected_seen: dict[str, tuple[Job, float]] = {}
     for node in big_enough:
         name = node.name
         need = g - free[name]
@@ -400,7 +397,7 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
                 if cost < per_gpu * count:
                     per_gpu = cost / count
             else:
-                protected_seen[job.id] = cost
+                protected_seen[job.id] = (job, cost)
         bounds.append((need * per_gpu if eligible_gpus >= need else inf, name, need))
     bounds.sort()
 
@@ -436,10 +433,8 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
     # Protected jobs elsewhere matter when they would have been cheaper than the plan (or when
     # there is no plan): they explain why the obvious choice was not taken.
     ceiling = best[0][0] if best else inf
-    for job_id, cost in protected_seen.items():
+    for job_id, (protected_job, cost) in protected_seen.items():
         if job_id not in spared and cost <= ceiling + _EPS:
-            protected_job = ctx.snapshot.job(job_id)
-            assert protected_job is not None
             spared[job_id] = _spare_reason(ctx.victim(protected_job), "")
     if best is None:
         counts: dict[str, int] = defaultdict(int)

@@ -1,0 +1,509 @@
+"""`SlurmBackend`: read a live Slurm cluster through its CLIs and act on it with operator rights.
+
+Read path (chosen by measurement, see `text`): ``squeue --Format`` (delimited) and
+``scontrol show job -d -o`` (GPU indexes, restarts, AdminComment) and ``sinfo --Format``, run
+concurrently, plus ``sacct`` through a time-window cache. The JSON readers in `jsonread` parse
+the same data for ``squeue --json`` users and are tested on 22.05, 24.11 and 26.05 samples.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from gpuq.backends.base import ActionResult, Backend, NativePlan, PreviewRequest
+from gpuq.backends.slurm.config import (
+    QOS_FIELDS,
+    PreemptConfig,
+    parse_duration_text,
+    parse_partitions,
+    parse_qos,
+    parse_show_config,
+)
+from gpuq.backends.slurm.history import HistoryCache, sacct_args
+from gpuq.backends.slurm.jobs import AdminNote, QueueRead, format_admin_comment, parse_admin_comment
+from gpuq.backends.slurm.merge import merge_history
+from gpuq.backends.slurm.preview import predict_preemption
+from gpuq.backends.slurm.pyslurm_read import jobs_from_pyslurm, load_pyslurm
+from gpuq.backends.slurm.runner import Runner
+from gpuq.backends.slurm.sacct import AcctRecord, parse_sacct_parsable
+from gpuq.backends.slurm.text import (
+    apply_details,
+    count_holding,
+    parse_scontrol_detail,
+    parse_scontrol_jobs,
+    parse_sinfo_nodes,
+    parse_squeue_format,
+    sinfo_format_arg,
+    squeue_format_arg,
+)
+from gpuq.errors import BadInput, GpuqError, NotFound, Refused, Unreachable
+from gpuq.model import Job, JobClass, JobState, Snapshot
+from gpuq.policy.config import Mode
+
+__all__ = ["SlurmBackend"]
+
+T = TypeVar("T")
+
+_JOB_ID_RE = re.compile(r"^\d+(?:_\d+|_\[[\d,\-]+\]|\+\d+)?$")
+
+#: Up to this many GPU-holding jobs, read their GPU indexes one job at a time (each ~10 ms);
+#: beyond it one full ``scontrol show job -d -o`` is cheaper.
+DETAIL_ONE_BY_ONE_MAX = 32
+
+HOLD_WARNING = (
+    "a later hold/release recomputes the priority and drops this bump (Slurm: hold sets "
+    "Priority=0, release recalculates it)"
+)
+TOP_WARNING = "gpuq does not use `scontrol top`: it raises the nice value of the user's other jobs"
+
+
+class SlurmBackend(Backend):
+    """A Slurm cluster, found the way Slurm's own commands find it (SLURM_CONF, -M)."""
+
+    name = "slurm"
+    can_bump = True
+    can_exempt = True
+    can_preempt = True
+    knows_gpu_indexes = True
+    has_history = True
+    has_native_preview = True
+
+    def __init__(
+        self,
+        cluster: str | None = None,
+        timeout_s: float = 10.0,
+        *,
+        urgent_qos: str | None = None,
+        exempt_qos: str | None = None,
+        history_s: float = 86400.0,
+        graceful_wait_s: float = 30.0,
+        config_ttl_s: float = 60.0,
+    ) -> None:
+        self.runner = Runner(cluster, timeout_s)
+        self.cluster = cluster or ""
+        # Site choices; the environment lets a front end configure them without new flags.
+        self.urgent_qos = urgent_qos or os.environ.get("GPUQ_SLURM_URGENT_QOS") or None
+        self.exempt_qos = exempt_qos or os.environ.get("GPUQ_SLURM_EXEMPT_QOS") or None
+        self.graceful_wait_s = graceful_wait_s
+        self.history_cache = HistoryCache(history_s)
+        self._config_ttl_s = config_ttl_s
+        self._config: PreemptConfig | None = None
+        self._show: tuple[float, dict[str, str]] | None = None
+        self._pyslurm: Any = None  # module, False (unusable), or None (not looked for yet)
+        #: which reader produced the last snapshot's jobs: "cli" or "pyslurm"
+        self.read_path = "cli"
+        self._config_at = 0.0
+        self._raw_ids: dict[str, str] = {}
+        self.restarts: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ reading
+    def _parse(self, command: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except GpuqError:
+            raise
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            raise BadInput(f"could not parse the output of `{command}`: {exc}") from None
+
+    def show_config(self, *, fresh: bool = False) -> dict[str, str]:
+        """``scontrol show config`` (fast: slurmctld answers from memory); cached like the rest."""
+        cached = self._show
+        if cached is not None and not fresh and time.monotonic() - cached[0] < self._config_ttl_s:
+            return cached[1]
+        text = self.runner.run(["scontrol", "show", "config"])
+        show = self._parse("scontrol show config", lambda: parse_show_config(text))
+        if not self.cluster:
+            self.cluster = show.get("ClusterName", "") or "slurm"
+        self._show = (time.monotonic(), show)
+        return show
+
+    def _read_qos(self) -> str | None:
+        try:
+            return self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(QOS_FIELDS)])
+        except (Refused, Unreachable):
+            return None  # decided below: an error only matters when accounting is in use
+
+    def preempt_config(self, *, fresh: bool = False) -> PreemptConfig:
+        """PreemptType/Mode/Parameters/ExemptTime, QOS and partitions; cached for a minute.
+
+        The three reads run side by side: sacctmgr goes through slurmdbd, the slowest hop.
+        """
+        now = time.monotonic()
+        if self._config is not None and not fresh and now - self._config_at < self._config_ttl_s:
+            return self._config
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            f_show = pool.submit(self.show_config, fresh=fresh)
+            f_parts = pool.submit(self.runner.run, ["scontrol", "show", "partition", "-o"])
+            f_qos = pool.submit(self._read_qos)
+            show, parts_text, qos_text = f_show.result(), f_parts.result(), f_qos.result()
+        parts = self._parse("scontrol show partition -o", lambda: parse_partitions(parts_text))
+        qos: dict[str, Any] = {}
+        if "slurmdbd" in show.get("AccountingStorageType", ""):
+            if qos_text is None:  # accounting is on: its error is the operator's problem to see
+                qos_text = self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(QOS_FIELDS)])
+            text = qos_text
+            qos = self._parse("sacctmgr show qos", lambda: parse_qos(text))
+        cfg = PreemptConfig(
+            preempt_type=show.get("PreemptType", "preempt/none"),
+            preempt_mode=show.get("PreemptMode", "OFF"),
+            preempt_parameters=_unset(show.get("PreemptParameters", "")),
+            scheduler_parameters=_unset(show.get("SchedulerParameters", "")),
+            exempt_time_s=parse_duration_text(show.get("PreemptExemptTime", "")) or None,
+            version=show.get("SLURM_VERSION", ""),
+            controller=show.get("SlurmctldHost[0]", ""),
+            qos=qos,
+            partitions=parts,
+        )
+        self._config, self._config_at = cfg, now
+        return cfg
+
+    def _class_key(self, cfg: PreemptConfig) -> str:
+        return "partition" if cfg.by_partition else "qos"
+
+    def _classes(self, cfg: PreemptConfig) -> tuple[JobClass, ...]:
+        if cfg.by_partition:
+            tiers = [p.priority_tier for p in cfg.partitions.values()]
+            return tuple(
+                JobClass(
+                    name=p.name,
+                    priority=p.priority_tier,
+                    preemptible=(p.preempt_mode or cfg.preempt_mode).split(",")[0] in ("REQUEUE", "CANCEL")
+                    and any(t > p.priority_tier for t in tiers),
+                )
+                for p in cfg.partitions.values()
+            )
+        preemptors = set().union(*(q.preempt for q in cfg.qos.values())) if cfg.qos else set()
+        return tuple(
+            JobClass(
+                name=q.name,
+                priority=q.priority,
+                preemptible=q.name in preemptors
+                and (q.preempt_mode or cfg.preempt_mode).upper().split(",")[0] in ("REQUEUE", "CANCEL"),
+            )
+            for q in cfg.qos.values()
+        )
+
+    def _read_history(self, start: float) -> list[AcctRecord]:
+        args = sacct_args(start)
+        try:
+            text = self.runner.run(args)
+        except Refused as exc:
+            if "accounting storage is disabled" in str(exc).lower():
+                return []
+            raise
+        return self._parse("sacct", lambda: parse_sacct_parsable(text))
+
+    def _read_queue(self, class_key_of: Callable[[], str]) -> QueueRead:
+        """squeue --Format (with AdminComment and restart counts where squeue knows them), then GPU
+        indexes for the jobs holding GPUs: one ``scontrol show job -d -o ID`` each when they are
+        few, else one full ``scontrol show job -d -o`` (0.18 s at 9,500 jobs, measured)."""
+        via_pyslurm = self._read_pyslurm(class_key_of)
+        if via_pyslurm is not None:
+            return via_pyslurm
+        self.read_path = "cli"
+        try:
+            text = self.runner.run(["squeue", "-h", "-a", squeue_format_arg()])
+            extended = True
+        except Refused as exc:
+            if "Invalid job format specification" not in str(exc):
+                raise
+            text = self.runner.run(["squeue", "-h", "-a", squeue_format_arg(extended=False)])
+            extended = False
+        key = class_key_of()
+        if not extended or count_holding(text) > DETAIL_ONE_BY_ONE_MAX:
+            # Many jobs hold GPUs (or squeue lacks the extra fields): one full detail read, one pass.
+            full = self.runner.run(["scontrol", "show", "job", "-d", "-o"])
+            details = self._parse("scontrol show job -d -o", lambda: parse_scontrol_detail(full))
+            return self._parse("squeue --Format", lambda: parse_squeue_format(text, key, details))
+        read: QueueRead = self._parse("squeue --Format", lambda: parse_squeue_format(text, key))
+        if not read.needs_detail:
+            return read
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            texts = list(pool.map(self._job_detail_text, read.needs_detail))
+        details = self._parse(
+            "scontrol show job -d -o ID", lambda: parse_scontrol_detail("\n".join(t for t in texts if t))
+        )
+        return apply_details(read, details)
+
+    def _read_pyslurm(self, class_key_of: Callable[[], str]) -> QueueRead | None:
+        """Jobs through pyslurm when it matches the cluster's release (and no -M is asked for)."""
+        if self.runner.cluster:
+            return None
+        if self._pyslurm is None:
+            self._pyslurm = load_pyslurm(self.show_config().get("SLURM_VERSION", "")) or False
+        module = self._pyslurm
+        if module is False:
+            return None
+        try:
+            loaded = module.Jobs.load()
+        except Exception:  # noqa: BLE001 - any libslurm trouble: the CLI path still works
+            self._pyslurm = False
+            return None
+        self.read_path = "pyslurm"
+        key = class_key_of()
+        return self._parse("pyslurm.Jobs.load()", lambda: jobs_from_pyslurm(loaded.values(), key))
+
+    def _job_detail_text(self, raw_id: str) -> str:
+        try:
+            return self.runner.run(["scontrol", "show", "job", "-d", "-o", raw_id], what=raw_id)
+        except NotFound:
+            return ""  # ended between the two reads
+
+    def snapshot(self) -> Snapshot:
+        taken_at = time.time()
+        sinfo_cmd = ["sinfo", "-h", "-N", sinfo_format_arg()]
+        # The reads are independent: run them side by side (wall time ~ the slowest one).
+        with ThreadPoolExecutor(max_workers=5) as pool:
+            f_cfg = pool.submit(self.preempt_config)
+            # Parsing the queue needs only PreemptType (QOS or partition names the class).
+            f_show = pool.submit(self.show_config)
+            f_queue = pool.submit(self._read_queue, lambda: _class_key_of(f_show.result()))
+            f_sinfo = pool.submit(self.runner.run, sinfo_cmd)
+            f_hist = (
+                pool.submit(self.history_cache.refresh, taken_at, self._read_history)
+                if self.history_cache.window_s > 0
+                else None
+            )
+            cfg = f_cfg.result()
+            read = f_queue.result()
+            sinfo_text = f_sinfo.result()
+            records = f_hist.result() if f_hist is not None else []
+        key = self._class_key(cfg)
+        nodes = self._parse("sinfo --Format", lambda: parse_sinfo_nodes(sinfo_text))
+        modes = {q.name: (q.preempt_mode or cfg.preempt_mode).split(",")[0].lower() for q in cfg.qos.values()}
+        jobs, events = merge_history(read.jobs, records, key, modes)
+        self._raw_ids = read.raw_ids
+        self.restarts = read.restarts
+        return Snapshot(
+            cluster=self.cluster,
+            backend=self.name,
+            taken_at=taken_at,
+            classes=self._classes(cfg),
+            nodes=tuple(nodes),
+            jobs=tuple(jobs),
+            preemption_events=tuple(events),
+        )
+
+    def history(self, since: float, until: float | None = None) -> list[Job]:
+        """Finished jobs (and every run's preemptions) from sacct for ``[since, until]``; uncached."""
+        cfg = self.preempt_config()
+        args = sacct_args(since, until)
+        text = self.runner.run(args)
+        records = self._parse("sacct", lambda: parse_sacct_parsable(text))
+        jobs, _events = merge_history([], records, self._class_key(cfg))
+        return jobs
+
+    def job_ids(self) -> list[str]:
+        try:
+            out = self.runner.run(["squeue", "-h", "-o", "%i"])
+        except Exception:  # noqa: BLE001 - completion must never break the shell
+            return []
+        return [line.strip() for line in out.splitlines() if line.strip()]
+
+    def read_job(self, job_id: str) -> tuple[Job, str]:
+        """One job and its raw AdminComment, via ``scontrol show job -d -o ID``."""
+        if not _JOB_ID_RE.match(job_id):
+            raise NotFound(f"no job {job_id!r}: Slurm job ids look like 123, 123_4 or 77+1")
+        cfg = self.preempt_config()
+        text = self.runner.run(["scontrol", "show", "job", "-d", "-o", job_id], what=job_id)
+        read = self._parse("scontrol show job", lambda: parse_scontrol_jobs(text, self._class_key(cfg)))
+        details = self._parse("scontrol show job", lambda: parse_scontrol_detail(text))
+        for job in read.jobs:
+            if job.id == job_id or read.raw_ids.get(job.id) == job_id:
+                raw = read.raw_ids[job.id]
+                return job, details[raw].admin_comment if raw in details else ""
+        where = f" on cluster {self.cluster}" if self.cluster else ""
+        raise NotFound(f"no job {job_id}{where}")
+
+    # ------------------------------------------------------------------ actions
+    def _act(
+        self,
+        action: str,
+        job_id: str,
+        before: Mapping[str, Any],
+        expected: Mapping[str, Any],
+        commands: Sequence[Sequence[str]],
+        warnings: Sequence[str],
+        dry_run: bool,
+        fields: Callable[[Job, str], Mapping[str, Any]],
+        between: Callable[[int], None] | None = None,
+        settled: Callable[[Job], bool] | None = None,
+    ) -> ActionResult:
+        argvs = [self.runner.argv(c) for c in commands]
+        # Report only the fields the action sets (an unchanged QOS is not part of a bump).
+        keys = [k for k, v in expected.items() if v != before.get(k)] or list(expected)
+        if set(keys) <= set(before):
+            before = {k: before[k] for k in keys}
+            expected = {k: expected[k] for k in keys}
+        if dry_run:
+            return ActionResult(action, job_id, True, before, expected, argvs, tuple(warnings), "dry run: nothing ran")
+        for i, cmd in enumerate(commands):
+            if between is not None and i > 0:
+                between(i)
+            self.runner.run(cmd, what=job_id)
+        try:
+            job, admin = self.read_job(job_id)
+            # A requeued or cancelled job passes through COMPLETING: report where it lands.
+            deadline = time.monotonic() + self.runner.timeout_s
+            while settled is not None and not settled(job) and time.monotonic() < deadline:
+                time.sleep(0.5)
+                job, admin = self.read_job(job_id)
+            after = fields(job, admin)
+            if set(before) < set(after):
+                after = {k: after[k] for k in before}
+        except NotFound:
+            after = {"state": "gone"}
+        return ActionResult(action, job_id, False, before, after, argvs, tuple(warnings))
+
+    def bump(self, job_id: str, *, priority: int | None, urgent: bool, reason: str, dry_run: bool) -> ActionResult:
+        job, _ = self.read_job(job_id)
+
+        def fields(j: Job, _admin: str) -> dict[str, Any]:
+            return {"priority": j.priority, "qos": j.qos}
+
+        before = fields(job, "")
+        warnings = [HOLD_WARNING, TOP_WARNING]
+        if job.state is not JobState.PENDING:
+            warnings.append(f"job {job_id} is {job.state.value}: priority only matters while pending")
+        if urgent:
+            if self.urgent_qos and job.state is not JobState.PENDING:
+                raise Refused(f"job {job_id} is {job.state.value}: Slurm only changes the QOS of pending jobs")
+            if self.urgent_qos:
+                cmd = ["scontrol", "update", f"JobId={job_id}", f"QOS={self.urgent_qos}"]
+                expected: dict[str, Any] = {"priority": job.priority, "qos": self.urgent_qos}
+            else:
+                top = self._top_priority() + 1
+                cmd = ["scontrol", "update", f"JobId={job_id}", f"Priority={top}"]
+                expected = {"priority": top, "qos": job.qos}
+                warnings.append("no urgent QOS configured (GPUQ_SLURM_URGENT_QOS): set the top priority instead")
+        else:
+            if priority is None:
+                raise BadInput("bump needs --to/--by (a priority) or --urgent")
+            if priority <= 0:
+                raise Refused(f"priority {priority} would hold job {job_id} (Slurm: Priority=0 is a hold)")
+            cmd = ["scontrol", "update", f"JobId={job_id}", f"Priority={priority}"]
+            expected = {"priority": priority, "qos": job.qos}
+        return self._act("bump", job_id, before, expected, [cmd], warnings, dry_run, fields)
+
+    def _top_priority(self) -> int:
+        out = self.runner.run(["squeue", "-h", "-t", "PD", "-O", "PriorityLong"])
+        values = [int(v) for v in out.split() if v.isdigit()]
+        return max(values, default=0)
+
+    def exempt(self, job_id: str, *, until: float | None, reason: str, dry_run: bool) -> ActionResult:
+        job, admin = self.read_job(job_id)
+        note = parse_admin_comment(admin)
+
+        def fields(j: Job, adm: str) -> dict[str, Any]:
+            return {"qos": j.qos, "exempt_until": parse_admin_comment(adm).exempt_until, "admin_comment": adm}
+
+        before = fields(job, admin)
+        warnings: list[str] = []
+        cfg = self.preempt_config()
+        args = ["scontrol", "update", f"JobId={job_id}"]
+        pending = job.state is JobState.PENDING
+        if until is not None:
+            # slurmctld refuses a QOS change once a job runs ("Job is no longer pending execution").
+            new_qos = self.exempt_qos if self.exempt_qos and job.qos != self.exempt_qos and pending else None
+            if self.exempt_qos and not pending and job.qos != self.exempt_qos:
+                warnings.append(
+                    f"job {job_id} is {job.state.value}: Slurm only changes the QOS of pending jobs, so "
+                    "slurmctld may still preempt it; the exemption is recorded for gpuq's policy"
+                )
+            prev = note.prev_qos or (job.qos if new_qos else None)
+            new_note = AdminNote(exempt_until=until, prev_qos=prev, other=note.other)
+            if new_qos:
+                args.append(f"QOS={new_qos}")
+            if not self.exempt_qos:
+                warnings.append(
+                    "no non-preemptable QOS configured (GPUQ_SLURM_EXEMPT_QOS): slurmctld may still "
+                    "preempt this job; only gpuq's own policy honours the exemption"
+                )
+            if cfg.by_partition:
+                warnings.append("under preempt/partition_prio a QOS does not protect a job from slurmctld")
+        else:
+            restore = note.prev_qos if note.prev_qos and note.prev_qos != job.qos and pending else None
+            if note.prev_qos and note.prev_qos != job.qos and not pending:
+                warnings.append(
+                    f"job {job_id} is {job.state.value}: its QOS stays {job.qos} (Slurm "
+                    "only changes the QOS of pending jobs)"
+                )
+            new_note = AdminNote(exempt_until=None, prev_qos=None, other=note.other)
+            if restore:
+                args.append(f"QOS={restore}")
+        comment = format_admin_comment(new_note)
+        args.append(f"AdminComment={comment}")
+        expected = {
+            "qos": next((a[4:] for a in args if a.startswith("QOS=")), job.qos),
+            "exempt_until": until,
+            "admin_comment": comment,
+        }
+        return self._act("exempt", job_id, before, expected, [args], warnings, dry_run, fields)
+
+    def preempt(self, job_id: str, *, mode: Mode, reason: str, dry_run: bool) -> ActionResult:
+        job, _ = self.read_job(job_id)
+
+        def fields(j: Job, _admin: str) -> dict[str, Any]:
+            return {"state": j.state.value, "reason": j.reason, "nodes": list(j.allocation)}
+
+        if job.state not in (JobState.RUNNING, JobState.SUSPENDED):
+            raise Refused(f"job {job_id} is {job.state.value}: only running jobs can be preempted")
+        warnings: list[str] = []
+        between: Callable[[int], None] | None = None
+        if mode is Mode.REQUEUE:
+            commands = [["scontrol", "requeue", job_id]]
+            expected: dict[str, Any] = {"state": "pending", "reason": None, "nodes": []}
+        elif mode is Mode.CANCEL:
+            commands = [["scancel", job_id]]
+            expected = {"state": "cancelled", "reason": None, "nodes": []}
+        elif mode is Mode.SUSPEND:
+            commands = [["scontrol", "suspend", job_id]]
+            expected = {"state": "suspended", "reason": None, "nodes": list(job.allocation)}
+            warnings.append("a suspended Slurm job keeps its GPUs: nothing is freed for other jobs")
+        else:
+            # Graceful: SIGTERM to the batch shell and steps, give it time to checkpoint, requeue.
+            commands = [["scancel", "--signal=TERM", "--full", job_id], ["scontrol", "requeue", job_id]]
+            expected = {"state": "pending", "reason": None, "nodes": []}
+            between = lambda _i: self._wait_stopped(job_id, self.graceful_wait_s)  # noqa: E731
+            warnings.append(f"waits up to {self.graceful_wait_s:g}s between the signal and the requeue")
+        target = JobState(expected["state"])
+        return self._act(
+            "preempt",
+            job_id,
+            fields(job, ""),
+            expected,
+            commands,
+            warnings,
+            dry_run,
+            fields,
+            between,
+            settled=lambda j: j.state is target,
+        )
+
+    def _wait_stopped(self, job_id: str, wait_s: float) -> None:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            job, _ = self.read_job(job_id)
+            if job.state is not JobState.RUNNING:
+                return
+            time.sleep(1.0)
+
+    # ------------------------------------------------------------------ preview
+    def native_preview(self, snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None:
+        cfg = self.preempt_config()
+        return predict_preemption(
+            snapshot, request, cfg, snapshot.taken_at, urgent_qos=self.urgent_qos, raw_ids=self._raw_ids
+        )
+
+
+def _class_key_of(show: Mapping[str, str]) -> str:
+    return "partition" if show.get("PreemptType") == "preempt/partition_prio" else "qos"
+
+
+def _unset(text: str) -> str:
+    return "" if text in ("(null)", "N/A") else text

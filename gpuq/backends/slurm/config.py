@@ -1,0 +1,159 @@
+"""The cluster's preemption set-up, read rather than assumed: ``scontrol show config``,
+``sacctmgr show qos`` and ``scontrol show partition -o``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from gpuq.backends.slurm.values import NONE_TEXT, expand_hostlist
+
+__all__ = [
+    "QOS_FIELDS",
+    "Partition",
+    "PreemptConfig",
+    "Qos",
+    "parse_duration_text",
+    "parse_partitions",
+    "parse_qos",
+    "parse_show_config",
+]
+
+#: ``sacctmgr -n -P show qos format=...`` columns.
+QOS_FIELDS = ("Name", "Priority", "Preempt", "PreemptExemptTime", "PreemptMode", "GraceTime")
+
+
+def parse_duration_text(text: str) -> float | None:
+    """Slurm durations: ``00:10:00``, ``1-00:00:00``, ``10:00`` (mm:ss), ``5`` (minutes); None if unset."""
+    text = text.strip()
+    if not text or text in NONE_TEXT:
+        return None
+    days = 0
+    if "-" in text:
+        d, _, text = text.partition("-")
+        days = int(d)
+    parts = [int(p) for p in text.split(":")]
+    if len(parts) == 3:
+        secs = parts[0] * 3600 + parts[1] * 60 + parts[2]
+    elif len(parts) == 2:
+        secs = parts[0] * 60 + parts[1]
+    else:
+        secs = parts[0] * 60
+    return float(days * 86400 + secs)
+
+
+@dataclass(frozen=True, slots=True)
+class Qos:
+    name: str
+    priority: int = 0
+    preempt: frozenset[str] = frozenset()
+    exempt_time_s: float | None = None
+    preempt_mode: str = ""  # empty: the cluster's PreemptMode applies
+    grace_time_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    name: str
+    nodes: tuple[str, ...] = ()
+    priority_tier: int = 1
+    preempt_mode: str = ""
+    default: bool = False
+    grace_time_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptConfig:
+    """What decides slurmctld's preemption choices."""
+
+    preempt_type: str = "preempt/none"
+    preempt_mode: str = "OFF"
+    preempt_parameters: str = ""
+    scheduler_parameters: str = ""
+    exempt_time_s: float | None = None
+    version: str = ""
+    controller: str = ""
+    qos: Mapping[str, Qos] = field(default_factory=dict)
+    partitions: Mapping[str, Partition] = field(default_factory=dict)
+
+    @property
+    def by_qos(self) -> bool:
+        return self.preempt_type == "preempt/qos"
+
+    @property
+    def by_partition(self) -> bool:
+        return self.preempt_type == "preempt/partition_prio"
+
+    @property
+    def youngest_first(self) -> bool:
+        return "youngest_first" in self.preempt_parameters or "preempt_youngest_first" in self.scheduler_parameters
+
+    @property
+    def strict_order(self) -> bool:
+        return "strict_order" in self.preempt_parameters or "preempt_strict_order" in self.scheduler_parameters
+
+    @property
+    def reorder_count(self) -> int:
+        for text in (self.preempt_parameters, self.scheduler_parameters):
+            for item in text.split(","):
+                key, _, value = item.partition("=")
+                if key.strip() in ("reorder_count", "preempt_reorder_count") and value.strip().isdigit():
+                    return int(value)
+        return 1
+
+    @property
+    def default_partition(self) -> str | None:
+        for part in self.partitions.values():
+            if part.default:
+                return part.name
+        return None
+
+
+def parse_show_config(text: str) -> dict[str, str]:
+    """``scontrol show config``: ``Key = value`` lines."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key and not key.startswith(" "):
+            out[key.strip()] = value.strip()
+    return out
+
+
+def parse_qos(text: str) -> dict[str, Qos]:
+    """``sacctmgr -n -P show qos format=Name,Priority,Preempt,PreemptExemptTime,PreemptMode,GraceTime``."""
+    out: dict[str, Qos] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        f = (line.split("|") + [""] * len(QOS_FIELDS))[: len(QOS_FIELDS)]
+        name = f[0].strip()
+        preempt = frozenset(p for p in f[2].split(",") if p)
+        out[name] = Qos(
+            name=name,
+            priority=int(f[1] or 0),
+            preempt=preempt,
+            exempt_time_s=parse_duration_text(f[3]),
+            preempt_mode=f[4].strip().upper(),
+            grace_time_s=parse_duration_text(f[5]) or 0.0,
+        )
+    return out
+
+
+def parse_partitions(text: str) -> dict[str, Partition]:
+    """``scontrol show partition -o`` (one line per partition)."""
+    out: dict[str, Partition] = {}
+    for line in text.splitlines():
+        if not line.startswith("PartitionName="):
+            continue
+        f = dict(tok.partition("=")[::2] for tok in line.split() if "=" in tok)
+        name = f["PartitionName"]
+        out[name] = Partition(
+            name=name,
+            nodes=expand_hostlist(f.get("Nodes", "")),
+            priority_tier=int(f.get("PriorityTier", "1") or 1),
+            preempt_mode=f.get("PreemptMode", "").upper(),
+            default=f.get("Default", "NO") == "YES",
+            grace_time_s=float(f.get("GraceTime", "0") or 0),
+        )
+    return out

@@ -1,0 +1,211 @@
+"""Shared mapping from Slurm job fields to `gpuq.model.Job`: ids, states, classes, AdminComment.
+
+Every reader (squeue --Format, scontrol -d -o, squeue --json, sacct) funnels through here, so
+an array task is ``123_4`` and a het component ``77+1`` whichever command it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+
+from gpuq.model import Job, JobState
+
+__all__ = [
+    "NO_ALLOCATION",
+    "AdminNote",
+    "ClassKey",
+    "QueueRead",
+    "format_admin_comment",
+    "job_id_text",
+    "map_state",
+    "parse_admin_comment",
+]
+
+#: Which Slurm field names a job's class: the QOS under preempt/qos, the partition under
+#: preempt/partition_prio (that is what decides preemption there).
+ClassKey = str
+
+#: The shared empty allocation of pending and finished jobs.
+NO_ALLOCATION: Mapping[str, tuple[int | None, ...]] = MappingProxyType({})
+
+_STATE_MAP: dict[str, JobState] = {
+    "PENDING": JobState.PENDING,
+    "REQUEUED": JobState.PENDING,
+    "REQUEUE_HOLD": JobState.PENDING,
+    "REQUEUE_FED": JobState.PENDING,
+    "SPECIAL_EXIT": JobState.PENDING,
+    "RESV_DEL_HOLD": JobState.PENDING,
+    "REVOKED": JobState.CANCELLED,
+    "RUNNING": JobState.RUNNING,
+    "CONFIGURING": JobState.RUNNING,  # nodes booting: resources already allocated
+    "RESIZING": JobState.RUNNING,
+    "SUSPENDED": JobState.SUSPENDED,
+    "STOPPED": JobState.SUSPENDED,  # SIGSTOPped but still holding its allocation
+    "COMPLETING": JobState.COMPLETING,
+    "SIGNALING": JobState.COMPLETING,
+    "STAGE_OUT": JobState.COMPLETING,
+    "COMPLETED": JobState.COMPLETED,
+    "CANCELLED": JobState.CANCELLED,
+    "FAILED": JobState.FAILED,
+    "NODE_FAIL": JobState.FAILED,
+    "BOOT_FAIL": JobState.FAILED,
+    "OUT_OF_MEMORY": JobState.FAILED,
+    "PREEMPTED": JobState.PREEMPTED,
+    "TIMEOUT": JobState.TIMEOUT,
+    "DEADLINE": JobState.TIMEOUT,
+}
+
+_COMPACT = {
+    "PD": "PENDING",
+    "R": "RUNNING",
+    "S": "SUSPENDED",
+    "CG": "COMPLETING",
+    "CD": "COMPLETED",
+    "CA": "CANCELLED",
+    "F": "FAILED",
+    "PR": "PREEMPTED",
+    "TO": "TIMEOUT",
+    "NF": "NODE_FAIL",
+    "CF": "CONFIGURING",
+    "RQ": "REQUEUED",
+    "RH": "REQUEUE_HOLD",
+    "RF": "REQUEUE_FED",
+    "SE": "SPECIAL_EXIT",
+    "ST": "STOPPED",
+    "SI": "SIGNALING",
+    "SO": "STAGE_OUT",
+    "RS": "RESIZING",
+    "RV": "REVOKED",
+    "BF": "BOOT_FAIL",
+    "DL": "DEADLINE",
+    "OOM": "OUT_OF_MEMORY",
+}
+
+
+def map_state(raw: str | list[str] | tuple[str, ...]) -> JobState:
+    """Slurm state text (``RUNNING``, ``CANCELLED by 0``, ``PD``) or 23.02+ list -> JobState.
+
+    Raises ValueError for a state no Slurm version uses, so callers can name the command.
+    """
+    if isinstance(raw, list | tuple):
+        names = [str(s).upper() for s in raw]
+        if not names:
+            raise ValueError("empty job_state")
+        # The list is [base, flags...]; COMPLETING is a flag on top of the base state.
+        if "COMPLETING" in names[1:]:
+            return JobState.COMPLETING
+        base = names[0]
+    else:
+        base = raw.split(" ", 1)[0].upper().rstrip("+")
+    base = _COMPACT.get(base, base)
+    try:
+        return _STATE_MAP[base]
+    except KeyError:
+        raise ValueError(f"unknown job state {base!r}") from None
+
+
+def job_id_text(
+    job_id: int | str,
+    array_job_id: int | str | None = None,
+    array_task: int | str | None = None,
+    het_job_id: int | str | None = None,
+    het_offset: int | str | None = None,
+) -> str:
+    """The id an operator types: ``123_4`` (array task), ``123_[0-3]`` (pending array), ``77+1``."""
+    if array_job_id not in (None, 0, "0", "", "N/A") and array_task not in (None, "", "N/A"):
+        task = str(array_task)
+        if task.isdigit():
+            return f"{array_job_id}_{task}"
+        return f"{array_job_id}_[{task.strip('[]')}]"
+    if het_job_id not in (None, 0, "0", "", "N/A") and het_offset not in (None, "", "N/A"):
+        return f"{het_job_id}+{het_offset}"
+    return str(job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class AdminNote:
+    """gpuq's own keys inside a job's AdminComment, plus whatever else the site wrote there."""
+
+    exempt_until: float | None = None
+    prev_qos: str | None = None
+    other: str = ""
+
+
+_NOTE_RE = re.compile(r"gpuq:(exempt-until|prev-qos)=([^;\s]*)")
+
+
+def parse_admin_comment(text: str | None) -> AdminNote:
+    """Read ``gpuq:exempt-until=<RFC3339>`` and ``gpuq:prev-qos=<qos>`` (``;``-separated)."""
+    if not text or "gpuq:" not in text:
+        return AdminNote(other=text or "")
+    exempt: float | None = None
+    prev: str | None = None
+    for key, value in _NOTE_RE.findall(text):
+        if key == "exempt-until":
+            exempt = _rfc3339(value)
+        elif value:
+            prev = value
+    other = _NOTE_RE.sub("", text).strip(" ;")
+    return AdminNote(exempt_until=exempt, prev_qos=prev, other=other)
+
+
+def format_admin_comment(note: AdminNote) -> str:
+    parts = [note.other] if note.other else []
+    if note.exempt_until is not None:
+        stamp = datetime.fromtimestamp(note.exempt_until, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        parts.append(f"gpuq:exempt-until={stamp}")
+    if note.prev_qos:
+        parts.append(f"gpuq:prev-qos={note.prev_qos}")
+    return ";".join(parts)
+
+
+def _rfc3339(text: str) -> float | None:
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+@dataclass(slots=True)
+class QueueRead:
+    """Jobs from one read of the queue, plus Slurm facts the model has no field for."""
+
+    jobs: list[Job] = field(default_factory=list)
+    #: restart counts (requeues, including preemptions) by job id
+    restarts: dict[str, int] = field(default_factory=dict)
+    #: the numeric job id Slurm uses internally, by gpuq id (``16_2`` -> ``17``)
+    raw_ids: dict[str, str] = field(default_factory=dict)
+    #: numeric ids of GPU-holding jobs whose per-GPU indexes still need ``scontrol show job -d``
+    needs_detail: list[str] = field(default_factory=list)
+
+
+def class_of(class_key: ClassKey, qos: str | None, partition: str | None) -> str:
+    if class_key == "partition":
+        return partition or qos or ""
+    return qos or partition or ""
+
+
+def clean(text: str | None) -> str | None:
+    """None for Slurm's empty markers; the text otherwise."""
+    if text is None or text in ("", "(null)", "N/A"):
+        return None
+    return text
+
+
+def allocation_from(
+    nodes: tuple[str, ...], gpus: int, detail: Mapping[str, tuple[int | None, ...]] | None
+) -> dict[str, tuple[int | None, ...]]:
+    """Per-node GPU indexes: the detail when known, else GPUs spread evenly with unknown indexes."""
+    if detail:
+        return dict(detail)
+    if not nodes:
+        return {}
+    per = gpus // len(nodes) if gpus else 0
+    return {n: (None,) * per for n in nodes}

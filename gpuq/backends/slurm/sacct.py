@@ -1,0 +1,198 @@
+"""Accounting history: ``sacct --json`` (22.05 shape) and ``sacct -P`` (every version).
+
+Why sacct at all: a requeue (preemption included) resets SubmitTime/EligibleTime in squeue and
+scontrol, while sacct keeps the original submit time; and sacct keeps PREEMPTED / REQUEUED
+records, one per run with ``-D``, whose end time is when the job was preempted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from gpuq.backends.slurm.gres import gpus_from_tres
+from gpuq.backends.slurm.jobs import clean, job_id_text, map_state
+from gpuq.backends.slurm.values import TIME_CACHE, epoch_or_none, json_number, text_time
+from gpuq.model import JobState
+
+__all__ = [
+    "SACCT_FIELDS",
+    "AcctRecord",
+    "parse_sacct_json",
+    "parse_sacct_parsable",
+    "preemption_times",
+]
+
+#: ``sacct -P -o`` fields, valid in 22.05 .. 26.05.
+SACCT_FIELDS: tuple[str, ...] = (
+    "JobID",
+    "JobIDRaw",
+    "JobName",
+    "User",
+    "Account",
+    "Partition",
+    "QOS",
+    "Priority",
+    "State",
+    "Reason",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "NodeList",
+    "AllocTRES",
+    "ReqTRES",
+)
+
+
+class AcctRecord(NamedTuple):
+    """One sacct row: one run of one job (``-D`` keeps the runs a requeue ended)."""
+
+    id: str
+    raw_id: str
+    name: str
+    user: str
+    account: str | None
+    partition: str | None
+    qos: str | None
+    priority: int
+    state: JobState
+    raw_state: str
+    submit: float | None
+    eligible: float | None
+    start: float | None
+    end: float | None
+    gpus: int
+
+    @property
+    def preempted(self) -> bool:
+        """This run ended by preemption or an admin requeue (both cost the job its progress)."""
+        return self.raw_state.startswith(("PREEMPTED", "REQUEUED"))
+
+
+_STATES = {
+    name: map_state(name)
+    for name in (
+        "COMPLETED",
+        "RUNNING",
+        "PENDING",
+        "FAILED",
+        "PREEMPTED",
+        "REQUEUED",
+        "TIMEOUT",
+        "CANCELLED by 0",
+        "SUSPENDED",
+    )
+}
+
+
+def parse_sacct_parsable(text: str) -> list[AcctRecord]:
+    """``sacct -n -P -X -D -o <SACCT_FIELDS>`` output. ValueError on a short line."""
+    out: list[AcctRecord] = []
+    n = len(SACCT_FIELDS)
+    times = TIME_CACHE
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line:
+            continue
+        f = line.split("|")
+        if len(f) < n:
+            raise ValueError(f"line {lineno}: {len(f)} fields, expected {n} (truncated output?)")
+        if len(f) > n:  # a '|' inside JobName: fold the excess back into the name
+            extra = len(f) - n
+            f = f[:2] + ["|".join(f[2 : 3 + extra])] + f[3 + extra :]
+        tres = f[15] or f[16]
+        # A run cancelled while pending shows Start=End but never had an allocation (AllocTRES empty).
+        start_s = f[12] if f[15] else ""
+        try:
+            priority = int(f[7] or 0)
+        except ValueError:
+            priority = 0
+        out.append(
+            AcctRecord(
+                id=f[0],
+                raw_id=f[1],
+                name=f[2],
+                user=f[3],
+                account=clean(f[4]),
+                partition=clean(f[5]),
+                qos=clean(f[6]),
+                priority=priority,
+                state=_STATES[f[8]] if f[8] in _STATES else map_state(f[8]),
+                raw_state=f[8],
+                submit=times[f[10]] if f[10] in times else text_time(f[10]),
+                eligible=times[f[11]] if f[11] in times else text_time(f[11]),
+                start=times[start_s] if start_s in times else text_time(start_s),
+                end=times[f[13]] if f[13] in times else text_time(f[13]),
+                gpus=gpus_from_tres(tres) or 0,
+            )
+        )
+    return out
+
+
+def _tres_gpus(items: Iterable[Mapping[str, Any]]) -> int | None:
+    for item in items:
+        if item.get("type") == "gres" and item.get("name") == "gpu":
+            count = json_number(item.get("count"))
+            return int(count) if count is not None else None
+    return None
+
+
+def parse_sacct_json(data: Mapping[str, Any]) -> list[AcctRecord]:
+    """Decoded ``sacct --json`` (22.05 dbv0.0.38; 23.02+ adds {set,number} numbers and state lists)."""
+    jobs = data.get("jobs")
+    if not isinstance(jobs, list):
+        raise ValueError("no 'jobs' list in sacct JSON")
+    out: list[AcctRecord] = []
+    for job in jobs:
+        array = job.get("array") or {}
+        het = job.get("het") or {}
+        raw = str(job["job_id"])
+        task = json_number(array.get("task_id"))
+        task_text: int | str | None = int(task) if task is not None else (array.get("task") or None)
+        het_off = json_number(het.get("job_offset"))
+        jid = job_id_text(
+            raw,
+            int(json_number(array.get("job_id")) or 0),
+            task_text,
+            int(json_number(het.get("job_id")) or 0),
+            int(het_off) if het_off is not None else None,
+        )
+        state_block = job.get("state") or {}
+        current = state_block.get("current")
+        raw_state = current[0] if isinstance(current, list) and current else str(current or "")
+        t = job.get("time") or {}
+        tres = job.get("tres") or {}
+        allocated = tres.get("allocated") or []
+        gpus = _tres_gpus(allocated)
+        if gpus is None:
+            gpus = _tres_gpus(tres.get("requested") or []) or 0
+        priority = json_number(job.get("priority"))
+        out.append(
+            AcctRecord(
+                id=jid,
+                raw_id=raw,
+                name=job.get("name") or "",
+                user=job.get("user") or "",
+                account=clean(job.get("account")),
+                partition=clean(job.get("partition")),
+                qos=clean(job.get("qos")),
+                priority=int(priority or 0),
+                state=map_state(raw_state),
+                raw_state=raw_state,
+                submit=epoch_or_none(t.get("submission")),
+                eligible=epoch_or_none(t.get("eligible")),
+                start=epoch_or_none(t.get("start")) if allocated else None,
+                end=epoch_or_none(t.get("end")),
+                gpus=gpus,
+            )
+        )
+    return out
+
+
+def preemption_times(records: Iterable[AcctRecord]) -> dict[str, tuple[float, ...]]:
+    """When each job lost a run to preemption/requeue: the end time of its PREEMPTED/REQUEUED runs."""
+    times: dict[str, set[float]] = {}
+    for rec in records:
+        if rec.preempted and rec.end is not None:
+            times.setdefault(rec.id, set()).add(rec.end)
+    return {jid: tuple(sorted(ts)) for jid, ts in times.items()}

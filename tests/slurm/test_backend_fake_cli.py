@@ -1,0 +1,212 @@
+"""SlurmBackend against stand-in Slurm CLIs: error mapping, hung and broken commands, dry runs.
+
+The stand-ins replay real 22.05 output from tests/fixtures; the lab tests cover the real thing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from gpuq.backends.slurm import SlurmBackend
+from gpuq.errors import BadInput, NotFound, PermissionDenied, Refused, Unreachable
+from gpuq.model import JobState
+from gpuq.policy.config import Mode
+from tests.slurm.samples import LIVE
+
+SCONTROL = f"""#!/bin/bash
+echo "scontrol $*" >> "$FAKE_LOG"
+case "$1 $2" in
+  "show config") cat {LIVE}/scontrol-show-config.txt ;;
+  "show partition") cat {LIVE}/scontrol-show-partition-o.txt ;;
+  "show job")
+    if [ -n "$5" ]; then grep "^JobId=$5 " {LIVE}/scontrol-show-job-d-o.txt || {{
+      echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }}
+    else cat {LIVE}/scontrol-show-job-d-o.txt; fi ;;
+  *) echo "${{FAKE_UPDATE_ERR:-}}" >&2; [ -z "${{FAKE_UPDATE_ERR:-}}" ] ;;
+esac
+"""
+
+
+def _tool(bindir: Path, name: str, body: str) -> None:
+    path = bindir / name
+    path.write_text(body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    _tool(bindir, "scontrol", SCONTROL)
+    _tool(bindir, "squeue", f'#!/bin/bash\necho "squeue $*" >> "$FAKE_LOG"\ncat {LIVE}/squeue-format.txt\n')
+    _tool(bindir, "sinfo", f"#!/bin/bash\ncat {LIVE}/sinfo-format.txt\n")
+    _tool(bindir, "sacct", f'#!/bin/bash\necho "sacct $*" >> "$FAKE_LOG"\ncat {LIVE}/sacct-parsable.txt\n')
+    _tool(bindir, "sacctmgr", f"#!/bin/bash\ncat {LIVE}/sacctmgr-show-qos.txt\n")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=fake\nSlurmctldHost=ctl01(10.1.2.3)\nSlurmctldPort=6817\n")
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    monkeypatch.setenv("FAKE_LOG", str(tmp_path / "calls.log"))
+    (tmp_path / "calls.log").write_text("")
+    return bindir
+
+
+def _calls(bindir: Path) -> list[str]:
+    return (bindir.parent / "calls.log").read_text().splitlines()
+
+
+def test_snapshot_from_replayed_output(fake: Path) -> None:
+    snap = SlurmBackend().snapshot()
+    assert snap.cluster == "gpuqlab"
+    assert snap.backend == "slurm"
+    ids = {j.id for j in snap.jobs}
+    assert {"64", "65_0", "66+1", "68", "73"} <= ids
+    assert {c.name: c.preemptible for c in snap.classes}["urgent"] is False
+    assert {c.name: c.preemptible for c in snap.classes}["low"] is True
+    # Every CLI call used an argument list: the separator reached squeue unmangled.
+    assert any("--Format=JobID:\x1f" in c for c in _calls(fake))
+
+
+def test_history_is_cached_by_time_window(fake: Path) -> None:
+    backend = SlurmBackend()
+    backend.snapshot()
+    backend.snapshot()
+    sacct = [c for c in _calls(fake) if c.startswith("sacct")]
+    assert len(sacct) == 2
+    assert backend.history_cache.reads == 2
+    # The second read starts where the first ended (minus an overlap), not a day back.
+    first, second = (c.split(" -S ")[1].split()[0] for c in sacct)
+    assert second > first
+
+
+def test_cluster_option_is_passed_as_dash_m(fake: Path) -> None:
+    SlurmBackend(cluster="prod").snapshot()
+    assert any(c.startswith("squeue -M prod ") for c in _calls(fake))
+
+
+def test_hung_cli_is_unreachable_naming_the_command(fake: Path) -> None:
+    _tool(fake, "squeue", "#!/bin/bash\nsleep 5\n")
+    with pytest.raises(Unreachable, match=r"`squeue -h -a --Format=.*` did not answer within 0.5s.*10\.1\.2\.3:6817"):
+        SlurmBackend(timeout_s=0.5).snapshot()
+
+
+def test_truncated_output_is_bad_input_naming_the_command(fake: Path) -> None:
+    _tool(fake, "squeue", f"#!/bin/bash\nhead -c 700 {LIVE}/squeue-format.txt\n")
+    with pytest.raises(BadInput, match=r"`squeue --Format`: line \d+: .* \(truncated output\?\)"):
+        SlurmBackend().snapshot()
+
+
+def test_controller_down_is_unreachable_with_its_address(fake: Path) -> None:
+    message = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+    _tool(fake, "squeue", f"#!/bin/bash\necho '{message}' >&2\nexit 1\n")
+    with pytest.raises(Unreachable, match=r"slurmctld at 10\.1\.2\.3:6817 .* is unreachable"):
+        SlurmBackend().snapshot()
+
+
+def test_unknown_job_is_not_found(fake: Path) -> None:
+    with pytest.raises(NotFound, match="no job 99999"):
+        SlurmBackend().bump("99999", priority=5, urgent=False, reason="t", dry_run=True)
+    with pytest.raises(NotFound, match="Slurm job ids look like"):
+        SlurmBackend().bump("--help", priority=5, urgent=False, reason="t", dry_run=True)
+
+
+@pytest.mark.parametrize("message", ["Invalid user id for job 69", "Access/permission denied for job 69"])
+def test_permission_denied_names_the_privilege(fake: Path, monkeypatch: pytest.MonkeyPatch, message: str) -> None:
+    monkeypatch.setenv("FAKE_UPDATE_ERR", message)
+    with pytest.raises(PermissionDenied, match="operator or admin"):
+        SlurmBackend().bump("69", priority=9000, urgent=False, reason="t", dry_run=False)
+
+
+def test_dry_runs_run_nothing_mutating(fake: Path) -> None:
+    backend = SlurmBackend(urgent_qos="urgent", exempt_qos="exempt")
+    bump = backend.bump("69", priority=9000, urgent=False, reason="t", dry_run=True)
+    assert bump.commands == [["scontrol", "update", "JobId=69", "Priority=9000"]]
+    assert bump.before["priority"] == 5000
+    assert bump.after["priority"] == 9000
+    assert bump.dry_run
+    assert any("hold/release" in w for w in bump.warnings)
+    urgent = backend.bump("69", priority=None, urgent=True, reason="t", dry_run=True)
+    assert urgent.commands == [["scontrol", "update", "JobId=69", "QOS=urgent"]]
+    ex = backend.exempt("69", until=1_800_000_000.0, reason="t", dry_run=True)
+    assert ex.commands == [
+        [
+            "scontrol",
+            "update",
+            "JobId=69",
+            "QOS=exempt",
+            "AdminComment=gpuq:exempt-until=2027-01-15T08:00:00Z;gpuq:prev-qos=low",
+        ]
+    ]
+    pre = backend.preempt("73", mode=Mode.GRACEFUL, reason="t", dry_run=True)
+    assert pre.commands == [["scancel", "--signal=TERM", "--full", "73"], ["scontrol", "requeue", "73"]]
+    assert not [c for c in _calls(fake) if "update" in c or "requeue" in c or c.startswith("scancel")]
+
+
+def test_exempt_off_restores_the_recorded_qos(fake: Path) -> None:
+    backend = SlurmBackend(exempt_qos="exempt")
+    # Job 64 carries gpuq:exempt-until=...;gpuq:prev-qos=low in its AdminComment (from the capture).
+    result = backend.exempt("64", until=None, reason="t", dry_run=True)
+    assert result.before["exempt_until"] is not None
+    assert result.commands == [["scontrol", "update", "JobId=64", "AdminComment="]]  # already low: no QOS change
+    running = backend.exempt("73", until=1_800_000_000.0, reason="t", dry_run=True)
+    assert all(not a.startswith("QOS=") for a in running.commands[0])
+    assert any("only changes the QOS of pending jobs" in w for w in running.warnings)
+
+
+def test_preempting_a_pending_job_is_refused(fake: Path) -> None:
+    from gpuq.errors import Refused
+
+    with pytest.raises(Refused, match="job 69 is pending"):
+        SlurmBackend().preempt("69", mode=Mode.REQUEUE, reason="t", dry_run=True)
+
+
+def test_squeue_without_the_extra_fields_falls_back(fake: Path) -> None:
+    body = (
+        "#!/bin/bash\n"
+        'case "$*" in *admin_comment*) echo "squeue: error: Invalid job format specification: admin_comment" >&2;'
+        f" exit 1;; esac\ncat {LIVE}/squeue-format.txt\n"
+    )
+    _tool(fake, "squeue", body)
+    snap = SlurmBackend().snapshot()
+    job = snap.job("64")
+    assert job is not None
+    assert job.exempt_until is not None
+    assert any(c == "scontrol show job -d -o" for c in _calls(fake))
+
+
+def test_history_returns_finished_jobs(fake: Path) -> None:
+    jobs = {j.id: j for j in SlurmBackend().history(since=0.0)}
+    assert jobs["48"].state is JobState.PREEMPTED or jobs["48"].state is JobState.CANCELLED
+    assert jobs["48"].preemption_times  # its PREEMPTED run
+    assert all(j.state is not JobState.RUNNING for j in jobs.values())
+
+
+@pytest.mark.parametrize(
+    ("message", "error", "text"),
+    [
+        ("slurm_update error: Invalid job id specified", NotFound, "no job 12 on cluster prod"),
+        ("Access/permission denied for job 12", PermissionDenied, "operator or admin"),
+        ("Invalid user id for job 12", PermissionDenied, "operator or admin"),
+        ("scancel: error: Kill job error on job id 12: Access/permission denied", PermissionDenied, "operator"),
+        ("slurm_load_jobs error: Unable to contact slurm controller (connect failure)", Unreachable, "10.1.2.3:6817"),
+        ("scontrol: error: No cluster 'prod' known by database.", NotFound, "no cluster 'prod'"),
+        ("Job is pending execution for job 12", Refused, "failed: Job is pending execution"),
+    ],
+)
+def test_error_mapping(fake: Path, message: str, error: type[Exception], text: str) -> None:
+    from gpuq.backends.slurm.runner import Runner
+
+    mapped = Runner("prod").error(["scontrol", "-M", "prod", "update", "JobId=12"], message, what="12")
+    assert isinstance(mapped, error)
+    assert text in str(mapped)
+
+
+def test_sacctmgr_never_gets_dash_m() -> None:
+    from gpuq.backends.slurm.runner import Runner
+
+    assert Runner("prod").argv(["sacctmgr", "-n", "show", "qos"]) == ["sacctmgr", "-n", "show", "qos"]
+    assert Runner("prod").argv(["squeue", "-h"]) == ["squeue", "-M", "prod", "-h"]

@@ -1,0 +1,142 @@
+"""bump / exempt / preempt round trips on the real lab, observed through squeue and sacct."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gpuq.backends.slurm import SlurmBackend
+from gpuq.backends.slurm import runner as runner_module
+from gpuq.cli.main import cli
+from gpuq.errors import NotFound, PermissionDenied
+from gpuq.policy.config import Mode
+from tests.slurm import lab
+
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("qos_lab")]
+
+
+def _field(job_id: str, name: str) -> str:
+    return lab.sh(["squeue", "-h", "-j", job_id, "-O", f"{name}:|"]).strip().rstrip("|")
+
+
+@pytest.fixture
+def backend() -> SlurmBackend:
+    return SlurmBackend(urgent_qos="urgent", exempt_qos="exempt", graceful_wait_s=5.0)
+
+
+@pytest.fixture
+def blocked() -> str:
+    """A pending low job: both nodes are full of non-preemptable urgent jobs."""
+    lab.cancel_all()
+    full = [lab.sbatch(gpus=4, qos="urgent", name="wall") for _ in range(2)]
+    lab.wait_running(full)
+    job = lab.sbatch(gpus=1, qos="low", name="blocked")
+    lab.wait_for(lambda: lab.states()[job][1] in ("Resources", "Priority"), 20, "the job to pend")
+    return job
+
+
+def test_bump_priority_round_trip(backend: SlurmBackend, blocked: str) -> None:
+    dry = backend.bump(blocked, priority=424242, urgent=False, reason="test", dry_run=True)
+    assert dry.commands == [["scontrol", "update", f"JobId={blocked}", "Priority=424242"]]
+    assert _field(blocked, "PriorityLong") != "424242"  # a dry run changes nothing
+    done = backend.bump(blocked, priority=424242, urgent=False, reason="test", dry_run=False)
+    assert _field(blocked, "PriorityLong") == "424242"
+    assert done.before["priority"] != 424242
+    assert done.after["priority"] == 424242
+    snap = backend.snapshot()
+    assert snap.job(blocked) is not None
+    assert snap.job(blocked).priority == 424242
+
+
+def test_bump_urgent_moves_to_the_urgent_qos(backend: SlurmBackend, blocked: str) -> None:
+    result = backend.bump(blocked, priority=None, urgent=True, reason="test", dry_run=False)
+    assert _field(blocked, "QOS") == "urgent"
+    assert result.before["qos"] == "low"
+    assert result.after["qos"] == "urgent"
+
+
+def test_exempt_round_trip_on_a_pending_job(backend: SlurmBackend, blocked: str) -> None:
+    until = time.time() + 3600
+    on = backend.exempt(blocked, until=until, reason="test", dry_run=False)
+    assert _field(blocked, "QOS") == "exempt"
+    job = backend.snapshot().job(blocked)
+    assert job is not None
+    assert job.exempt_until == int(until)
+    assert "gpuq:prev-qos=low" in on.after["admin_comment"]
+    off = backend.exempt(blocked, until=None, reason="test", dry_run=False)
+    assert _field(blocked, "QOS") == "low"
+    assert off.after["exempt_until"] is None
+    job = backend.snapshot().job(blocked)
+    assert job is not None
+    assert job.exempt_until is None
+
+
+def test_preempt_requeue_then_history_counts_it(backend: SlurmBackend) -> None:
+    lab.cancel_all()
+    job = lab.sbatch(gpus=1, qos="low", name="victim")
+    lab.wait_running([job])
+    result = backend.preempt(job, mode=Mode.REQUEUE, reason="test", dry_run=False)
+    assert result.before["state"] == "running"
+    assert result.after["state"] == "pending"
+    assert lab.states()[job][0] == "PENDING"
+
+    # The REQUEUED run reaches slurmdbd a little later; the snapshot then counts the preemption.
+    def counted() -> bool:
+        j = SlurmBackend().snapshot().job(job)
+        return j is not None and len(j.preemption_times) == 1
+
+    lab.wait_for(counted, 30, "sacct to record the requeue")
+
+
+def test_preempt_cancel_and_graceful(backend: SlurmBackend) -> None:
+    lab.cancel_all()
+    a = lab.sbatch(gpus=1, qos="low", name="cancel-me")
+    b = lab.sbatch(gpus=1, qos="low", name="graceful")
+    lab.wait_running([a, b])
+    backend.preempt(a, mode=Mode.CANCEL, reason="test", dry_run=False)
+    lab.wait_for(lambda: lab.states().get(a, ("CANCELLED",))[0] in ("CANCELLED", "COMPLETING"), 20, "cancel")
+    started = time.monotonic()
+    result = backend.preempt(b, mode=Mode.GRACEFUL, reason="test", dry_run=False)
+    assert time.monotonic() - started < 20
+    assert [c[0] for c in result.commands] == ["scancel", "scontrol"]
+    assert lab.states()[b][0] == "PENDING"
+
+
+def test_unknown_job_is_not_found(backend: SlurmBackend) -> None:
+    with pytest.raises(NotFound, match="no job 999999"):
+        backend.bump("999999", priority=5, urgent=False, reason="t", dry_run=False)
+
+
+class _AsTestUser:
+    """Stands in for the runner's `subprocess`: every Slurm CLI runs as the unprivileged user.
+
+    (The venv's Python may live where that user cannot execute it, so gpuq itself stays in this
+    process; what slurmctld sees is a request from uid gpuqtest.)
+    """
+
+    TimeoutExpired = subprocess.TimeoutExpired
+
+    @staticmethod
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        wrapped = ["runuser", "-u", lab.TEST_USER, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}", *argv]
+        return subprocess.run(wrapped, **kwargs)  # noqa: S603
+
+
+def test_plain_user_gets_permission_denied(blocked: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_module, "subprocess", _AsTestUser)
+    backend = SlurmBackend()
+    assert backend.snapshot().job(blocked) is not None  # reading is allowed
+    with pytest.raises(PermissionDenied, match="operator or admin") as denied:
+        backend.bump(blocked, priority=99, urgent=False, reason="t", dry_run=False)
+    assert "Invalid user id" in str(denied.value)
+    with pytest.raises(PermissionDenied, match="Access/permission denied"):
+        backend.preempt(lab.states_running_one(), mode=Mode.REQUEUE, reason="t", dry_run=False)
+    assert _field(blocked, "PriorityLong") != "99"
+    # The CLI turns it into exit code 4.
+    result = CliRunner().invoke(cli, ["--backend", "slurm", "bump", blocked, "--to", "99", "--yes"], prog_name="gpuq")
+    assert result.exit_code == 4, result.output
