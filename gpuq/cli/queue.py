@@ -6,6 +6,7 @@ plus `wait_s`, `effective_priority`, `preemptions` and `preemptions_24h` (a stab
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -50,6 +51,13 @@ _SORTS: dict[str, tuple[Callable[[QueueRow], Any], bool]] = {
     "class": (lambda r: (r.job.job_class, natural_key(r.job.id)), False),
     "state": (lambda r: (_STATE_NAMES.index(r.job.state.value), natural_key(r.job.id)), False),
 }
+
+
+def _submit_time(row: QueueRow) -> float:
+    return row.job.submit_time
+
+
+_effective = operator.itemgetter(2)
 
 
 def _parse_states(values: Sequence[str]) -> frozenset[JobState] | None:
@@ -126,17 +134,24 @@ def queue_rows(
                 job.preemptions_since(day_ago, now) if times else 0,
             )
         )
-    key, descending = _SORTS[sort]
-    rows.sort(key=key, reverse=descending != reverse)
+    if sort == "effective":
+        # Same order as the "effective" key, (effective desc, submit asc), in two stable passes on
+        # plain floats: no key tuple per row, which matters at 200,000 rows.
+        rows.sort(key=_submit_time, reverse=reverse)
+        rows.sort(key=_effective, reverse=not reverse)
+    else:
+        key, descending = _SORTS[sort]
+        rows.sort(key=key, reverse=descending != reverse)
     return rows
 
 
 def _json_job(row: QueueRow) -> dict[str, Any]:
-    doc = job_to_dict(row.job)
-    doc["wait_s"] = None if row.wait_s is None else round(row.wait_s, 3)
-    doc["effective_priority"] = row.effective_priority
-    doc["preemptions"] = row.preemptions
-    doc["preemptions_24h"] = row.preemptions_24h
+    job, wait, effective, preemptions, preemptions_24h = row  # unpacking beats 4 attribute reads
+    doc = job_to_dict(job)
+    doc["wait_s"] = None if wait is None else round(wait, 3)
+    doc["effective_priority"] = effective
+    doc["preemptions"] = preemptions
+    doc["preemptions_24h"] = preemptions_24h
     return doc
 
 

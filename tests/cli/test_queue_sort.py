@@ -1,0 +1,27 @@
+"""The fast two-pass "effective" sort gives exactly the documented key order."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuq.cli import queue as q
+from gpuq.model import Job, JobState
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0])), max_size=30),
+    st.booleans(),
+)
+def test_two_pass_sort_matches_key_order(rows: list[tuple[float, float]], reverse: bool) -> None:
+    built = [
+        q.QueueRow(Job(str(i), "n", "u", "t", "c", 1, JobState.PENDING, submit, 1), None, eff, 0, 0)
+        for i, (eff, submit) in enumerate(rows)
+    ]
+    key, descending = q._SORTS["effective"]
+    expected = sorted(built, key=key, reverse=descending != reverse)
+    got = list(built)
+    got.sort(key=q._submit_time, reverse=reverse)
+    got.sort(key=q._effective, reverse=not reverse)
+    assert [r.job.id for r in got] == [r.job.id for r in expected]
