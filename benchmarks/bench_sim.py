@@ -1,0 +1,124 @@
+"""Simulator speed: events per second, and the speed-up over the seed's time-stepped demo.
+
+    .venv/bin/python benchmarks/bench_sim.py            # full run (~10 s, mostly the seed demo)
+    .venv/bin/python benchmarks/bench_sim.py --quick    # smaller workloads, for a smoke check
+
+1. Seed comparison: the same 5,000 one-GPU jobs (whole-second submit times and durations,
+   priorities 0-100, distinct submit times so the seed demo does not crash on ties) on 128 GPUs:
+   `seed_demo_baseline.preemptive_schedule(jobs, gpu_count=128, dt=1)` against gpuq's simulator
+   with the equivalent lossless policy (graceful preemption, no grace period, Δ = 0). Two sets of
+   durations: 10 min-4 h (typical GPU jobs) and 1 min-1 h. A time-stepped loop costs GPUs ×
+   makespan / dt, the event heap only events, so the gap grows with job length.
+2. Events per second: heap events processed (arrivals, finishes, aging, rechecks; stale entries
+   of preempted jobs are not counted) per second spent in `run()`, on one-GPU jobs without and
+   with preemption, and on the demo cluster's own workload (16 × 8 GPUs, five classes,
+   multi-node jobs, checkpoints, aging, the policy engine choosing victims).
+
+No assertions: this prints measurements (see the closing note of the simulator issue).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import seed_demo_baseline  # noqa: E402
+
+from gpuq.model import JobClass  # noqa: E402
+from gpuq.policy.config import Mode, Policy  # noqa: E402
+from gpuq.sim.simulator import Simulator  # noqa: E402
+from gpuq.sim.workload import ClusterSpec, JobSpec, WorkloadStream  # noqa: E402
+
+SEED_CLASSES = (JobClass("batch", priority=0, preemptible=True),)
+LOSSLESS = Policy(mode=Mode.GRACEFUL, grace_period_s=0.0, delta=0.0)
+START = 1_800_000_000.0
+
+
+def comparison_jobs(seed: int, count: int, span: int, shortest: int, longest: int, flat: bool = False) -> list[JobSpec]:
+    rng = random.Random(seed)
+    submits = rng.sample(range(span), count)  # distinct: the seed demo raises TypeError on ties
+    return [
+        JobSpec(id=str(i), submit_time=float(t), duration_s=float(rng.randint(shortest, longest)),
+                priority=0 if flat else rng.randint(0, 100), job_class="batch")
+        for i, t in enumerate(submits)
+    ]
+
+
+def run_seed(specs: list[JobSpec], gpus: int) -> tuple[float, int]:
+    jobs = [seed_demo_baseline.Job(s.id, s.priority, s.submit_time, s.duration_s) for s in specs]
+    t = time.perf_counter()
+    timeline = seed_demo_baseline.preemptive_schedule(jobs, gpu_count=gpus, dt=1)
+    return time.perf_counter() - t, len(timeline)
+
+
+def run_gpuq(specs: list[JobSpec], gpus: int) -> tuple[float, float, Simulator]:
+    """(seconds including job submission, seconds in the event loop only, the simulator)."""
+    sim = Simulator(policy=LOSSLESS, cluster=ClusterSpec(nodes=gpus // 8, gpus_per_node=8), classes=SEED_CLASSES)
+    t = time.perf_counter()
+    sim.submit(specs)
+    t_loop = time.perf_counter()
+    sim.run()
+    end = time.perf_counter()
+    return end - t, end - t_loop, sim
+
+
+def best_gpuq(specs: list[JobSpec], gpus: int, repeat: int = 3) -> tuple[float, float, Simulator]:
+    runs = [run_gpuq(specs, gpus) for _ in range(repeat)]
+    return min(runs, key=lambda r: r[0])
+
+
+def demo_run(days: float, seed: int) -> tuple[float, Simulator]:
+    sim = Simulator(stream=WorkloadStream(seed, ClusterSpec(), load=1.05), start=START, max_pending=300)
+    t = time.perf_counter()
+    sim.run_until(START + days * 86400)
+    return time.perf_counter() - t, sim
+
+
+def _rates(label: str, seconds: float, sim: Simulator) -> str:
+    events = sim.events_processed
+    return (f"   {label}: {events} events in {seconds:.3f} s = {events / seconds:,.0f} events/s "
+            f"({sim.preemptions} preemptions, {sim.plans} policy-engine plans)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller workloads")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--skip-seed-demo", action="store_true", help="do not run the (slow) seed demo")
+    args = parser.parse_args()
+    count = 1000 if args.quick else 5000
+
+    print(f"1. Speed-up over seed_demo.preemptive_schedule(jobs, gpu_count=128, dt=1), {count} one-GPU jobs")
+    for label, shortest, longest in (("durations 10 min-4 h", 600, 14_400), ("durations 1 min-1 h", 60, 3600)):
+        mean = (shortest + longest) / 2
+        span = int(count * mean / 128 * 0.95)  # offered load a little above capacity: queues and preemption
+        specs = comparison_jobs(args.seed, count, span, shortest, longest)
+        total, loop, sim = best_gpuq(specs, 128)
+        line = (f"   {label}, submits over {span} s: gpuq {total:.3f} s ({sim.events_processed} events, "
+                f"{sim.preemptions} preemptions, makespan {sim.now:.0f} s)")
+        if not args.skip_seed_demo:
+            seed_s, entries = run_seed(specs, 128)
+            line += f"; seed demo {seed_s:.3f} s ({entries} timeline entries); speed-up {seed_s / total:.1f}x"
+        print(line)
+
+    print("2. Events per second (event loop only, best of 3)")
+    flat = comparison_jobs(args.seed, count, int(count * 1830 / 128), 60, 3600, flat=True)
+    _, loop, sim = best_gpuq(flat, 128)
+    print(_rates("one-GPU jobs, equal priorities (no preemption)", loop, sim))
+    busy = comparison_jobs(args.seed, count, int(count * 1830 / 128 * 0.95), 60, 3600)
+    _, loop, sim = best_gpuq(busy, 128)
+    print(_rates("one-GPU jobs, priorities 0-100 (preempting)", loop, sim))
+    days = 7.0 if args.quick else 30.0
+    demo_s, demo = demo_run(days, args.seed)
+    util = demo.busy_gpu_s() / (demo.capacity * (demo.now - demo.t0))
+    print(_rates(f"demo cluster 16x8 GPUs, {days:g} simulated days, utilisation {util:.2f}", demo_s, demo))
+
+
+if __name__ == "__main__":
+    main()

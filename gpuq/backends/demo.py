@@ -1,0 +1,223 @@
+"""The embedded simulated cluster (`--backend demo`): gpuq's default when no cluster is configured.
+
+The simulator (`gpuq.sim`) is pure; this backend gives it a home on disk and a clock. State lives
+in `state_dir/demo-<cluster>.json` with its own clock anchor: on every call
+
+    simulated_now = sim_time_at_save + (wall_now − wall_at_save) × speed
+
+and the simulation is advanced to that instant before anything is read or changed, so a
+`gpuq bump` followed by `gpuq queue` shows the bump, and queue, occupancy, SLA and preemption
+counts move while you watch. A lock file (fcntl) serialises concurrent CLI calls, and the state
+is replaced atomically (temp file + os.replace), so no action is ever lost or half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from gpuq.backends.base import ActionResult, Backend
+from gpuq.errors import BadInput, Refused
+from gpuq.model import Snapshot
+from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
+from gpuq.sim import ClusterSpec, Simulator, WorkloadStream
+from gpuq.timefmt import format_time
+
+__all__ = ["DEFAULT_SEED", "DEFAULT_SPEED", "STATE_FORMAT", "DemoBackend"]
+
+STATE_FORMAT = "gpuq.demo-state/v1"
+DEFAULT_SEED = 1
+DEFAULT_SPEED = 60.0  # one simulated minute per wall-clock second
+WARMUP_S = 12 * 3600.0  # simulated before the first look: queues, SLA history, preemptions
+MAX_CATCHUP_S = 2 * 86400.0  # replayed at most per call; beyond it the simulated clock skips ahead
+HISTORY_LIMIT = 1500  # finished jobs kept for SLA figures
+EVENT_LIMIT = 2000  # preemption events kept
+MAX_PENDING = 300  # simulated users stop submitting into a longer queue
+LOAD = 1.05  # offered GPU-time / capacity, on average over a day (more in the afternoon)
+
+
+def _default_state_dir() -> Path:
+    from gpuq.locations import state_dir
+
+    return state_dir()
+
+
+class DemoBackend(Backend):
+    """A simulated 16-node × 8-GPU multi-tenant cluster that lives between CLI invocations."""
+
+    name = "demo"
+    can_bump = True
+    can_exempt = True
+    can_preempt = True
+    knows_gpu_indexes = True
+    has_history = True
+    has_native_preview = False
+
+    def __init__(
+        self,
+        cluster: str = "demo",
+        state_dir: Path | None = None,
+        seed: int | None = None,
+        speed: float | None = None,
+        policy: Policy = DEFAULT_POLICY,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if speed is not None and not speed > 0:
+            raise BadInput(f"--speed must be a positive number of simulated seconds per second, got {speed:g}")
+        if not cluster or "/" in cluster or cluster.startswith("."):
+            raise BadInput(f"not a usable demo cluster name: {cluster!r}")
+        self.cluster = cluster
+        self.state_dir = Path(state_dir) if state_dir is not None else _default_state_dir()
+        self.seed = seed
+        self.speed = speed
+        self.policy = policy
+        self.clock = clock
+
+    @property
+    def state_path(self) -> Path:
+        return self.state_dir / f"demo-{self.cluster}.json"
+
+    @property
+    def _lock_path(self) -> Path:
+        return self.state_dir / f"demo-{self.cluster}.lock"
+
+    # ---- state on disk ---------------------------------------------------------------------
+
+    def _fresh(self, seed: int, wall: float) -> Simulator:
+        """A new cluster, warmed up so that it is already busy when first looked at."""
+        spec = ClusterSpec()
+        start = float(int(wall - WARMUP_S))
+        sim = Simulator(policy=self.policy, cluster=spec, start=start, name=self.cluster,
+                        stream=WorkloadStream(seed, spec, load=LOAD), max_pending=MAX_PENDING,
+                        history_limit=HISTORY_LIMIT, event_limit=EVENT_LIMIT)
+        sim.run_until(wall)
+        return sim
+
+    def _load(self) -> dict[str, Any] | None:
+        try:
+            raw = json.loads(self.state_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None  # unreadable or corrupt: start a fresh cluster rather than fail every command
+        if not isinstance(raw, dict) or raw.get("format") != STATE_FORMAT:
+            return None
+        return raw
+
+    def _save(self, sim: Simulator, seed: int, speed: float, wall: float) -> None:
+        state = {
+            "format": STATE_FORMAT,
+            "seed": seed,
+            "speed": speed,
+            "wall_at_save": wall,
+            "sim_at_save": sim.now,
+            "sim": sim.to_dict(),
+        }
+        fd, tmp = tempfile.mkstemp(prefix=f".demo-{self.cluster}.", suffix=".tmp", dir=self.state_dir)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(state, out, separators=(",", ":"))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.state_path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    @contextlib.contextmanager
+    def _session(self, write: bool = True) -> Iterator[Simulator]:
+        """Lock, load (or create), advance to simulated now, yield, save."""
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            lock = open(self._lock_path, "a+")  # noqa: SIM115 - held for the whole session
+        except OSError as exc:
+            raise BadInput(f"{self.state_dir}: cannot keep the demo cluster's state there ({exc.strerror})") from None
+        with lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            wall = self.clock()
+            raw = self._load()
+            sim: Simulator | None = None
+            if raw is not None and (self.seed is None or raw.get("seed") == self.seed):
+                try:
+                    sim = Simulator.from_dict(raw["sim"], policy=self.policy)
+                    seed = int(raw["seed"])
+                    speed = float(raw["speed"]) if self.speed is None else self.speed
+                    target = float(raw["sim_at_save"]) + (wall - float(raw["wall_at_save"])) * float(raw["speed"])
+                except (KeyError, TypeError, ValueError):
+                    sim = None  # a state file from an incompatible version: start afresh
+            if sim is None:
+                seed = DEFAULT_SEED if self.seed is None else self.seed
+                speed = DEFAULT_SPEED if self.speed is None else self.speed
+                sim = self._fresh(seed, wall)
+                target = sim.now
+            # Never run backwards (wall clock changes), and replay at most MAX_CATCHUP_S at once.
+            sim.run_until(min(max(target, sim.now), sim.now + MAX_CATCHUP_S))
+            yield sim
+            if write:
+                self._save(sim, seed, speed, wall)
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        with self._session() as sim:
+            return sim.snapshot()
+
+    def now(self) -> float:
+        """The cluster's simulated time now (epoch seconds)."""
+        with self._session() as sim:
+            return sim.now
+
+    def reset(self) -> None:
+        """Forget the cluster: the next call starts a fresh one (with this backend's seed)."""
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BadInput(f"{self.state_dir}: cannot keep the demo cluster's state there ({exc.strerror})") from None
+        with open(self._lock_path, "a+") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            with contextlib.suppress(FileNotFoundError):
+                self.state_path.unlink()
+
+    # ---- actions ---------------------------------------------------------------------------
+
+    def bump(
+        self, job_id: str, *, priority: int | None, urgent: bool, reason: str, dry_run: bool
+    ) -> ActionResult:
+        if priority is not None and priority < 0:
+            raise BadInput(f"priority must be >= 0, got {priority}")
+        with self._session(write=not dry_run) as sim:
+            before, after = sim.bump(job_id, priority=priority, urgent=urgent, dry_run=dry_run)
+            what = "urgent" if after["urgent"] and not before["urgent"] else f"priority {after['priority']}"
+            verb = "would bump" if dry_run else "bumped"
+            return ActionResult("bump", job_id, dry_run, before, after,
+                                message=f"{verb} job {job_id} to {what} on cluster {self.cluster}")
+
+    def exempt(self, job_id: str, *, until: float | None, reason: str, dry_run: bool) -> ActionResult:
+        with self._session(write=not dry_run) as sim:
+            before, after = sim.exempt(job_id, until=until, dry_run=dry_run)
+            verb = "would exempt" if dry_run else "exempted"
+            if until is None:
+                message = f"{'would lift' if dry_run else 'lifted'} the exemption of job {job_id}"
+            else:
+                message = f"{verb} job {job_id} from preemption until {format_time(until)}"
+            return ActionResult("exempt", job_id, dry_run, before, after, message=message)
+
+    def preempt(self, job_id: str, *, mode: Mode, reason: str, dry_run: bool) -> ActionResult:
+        with self._session(write=not dry_run) as sim:
+            job = sim.snapshot_job(job_id)
+            if job.exempt_at(sim.now):
+                assert job.exempt_until is not None
+                raise Refused(f"job {job_id} is exempt from preemption until {format_time(job.exempt_until)}; "
+                              f"lift that first with `gpuq exempt {job_id} --off`")
+            before, after = sim.preempt(job_id, mode=mode, dry_run=dry_run)
+            verb = "would preempt" if dry_run else "preempted"
+            return ActionResult("preempt", job_id, dry_run, before, after,
+                                message=f"{verb} job {job_id} ({mode.value}); now {after['state']}")

@@ -1,0 +1,138 @@
+"""The pending queue, ordered by effective priority (desc), then queued-since, then id.
+
+Effective priority changes with time (aging), so one static heap cannot hold the order. But
+within a group of jobs of the same size that age at the same rate the order never changes:
+before `max_wait` a job's priority is flat, after it `base + rate × (now − qs − max_wait) / 60`
+is a line with the same slope for the whole group, so a heap keyed on its intercept stays valid.
+The queue is a handful of such heaps (per GPU count × aging rate, rate 0 = not aging); the
+overall head is the best of the group heads, and backfill asks only the groups that fit.
+Entries are invalidated lazily with the job's `qver`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Iterator
+
+from gpuq.sim.jobs import SimJob
+
+__all__ = ["EpFn", "PendingQueue"]
+
+#: effective priority of a queued job at a time
+EpFn = Callable[[SimJob, float], float]
+
+_Entry = tuple[float, float, tuple[int, str], int, SimJob]
+
+
+class _Group:
+    __slots__ = ("gpus", "rate", "heap")
+
+    def __init__(self, gpus: int, rate: float) -> None:
+        self.gpus = gpus
+        self.rate = rate  # priority points per minute; 0 = the job is not (yet) aging
+        self.heap: list[_Entry] = []
+
+    def top(self) -> SimJob | None:
+        heap = self.heap
+        while heap:
+            entry = heap[0]
+            job = entry[4]
+            if job.qver == entry[3]:
+                return job
+            heapq.heappop(heap)  # stale: the job left the queue or re-entered it
+        return None
+
+
+class PendingQueue:
+    """Queued (pending and suspended) jobs in scheduling order."""
+
+    def __init__(self, ep: EpFn) -> None:
+        self._ep = ep
+        self._groups: dict[tuple[int, float], _Group] = {}
+        self._list: list[_Group] = []
+        self.aging_groups = 0
+        self.jobs: dict[str, SimJob] = {}
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def push(self, job: SimJob, static_priority: float, rate: float, max_wait: float, renew: bool = True) -> None:
+        """Enter (or re-enter) the queue. `rate` > 0 only for a job already past its max_wait.
+
+        `renew=False` keeps the job's queue version (restoring saved state into an empty queue).
+        """
+        if renew:
+            job.qver += 1
+        self.jobs[job.id] = job
+        key = (job.gpus, rate)
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _Group(job.gpus, rate)
+            self._list.append(group)
+            self.aging_groups += rate > 0
+        if rate > 0:
+            intercept = static_priority - rate * (job.qs + max_wait) / 60.0
+            heapq.heappush(group.heap, (-intercept, job.qs, job.idkey, job.qver, job))
+        else:
+            heapq.heappush(group.heap, (-static_priority, job.qs, job.idkey, job.qver, job))
+
+    def remove(self, job: SimJob) -> None:
+        job.qver += 1
+        del self.jobs[job.id]
+
+    def best(
+        self, now: float, max_single: int | None = None, max_multi: int = 0, single_limit: int = 0
+    ) -> SimJob | None:
+        """The highest job in order; with `max_single`, only jobs that could fit the free GPUs.
+
+        A job of at most `single_limit` GPUs fits when it is ≤ `max_single` (the most free GPUs on
+        one node); a larger one when it is ≤ `max_multi` (free GPUs over all nodes).
+        """
+        ep = self._ep
+        best: SimJob | None = None
+        best_key: tuple[float, float, tuple[int, str]] | None = None
+        for group in self._list:
+            if max_single is not None:
+                g = group.gpus
+                if g > (max_single if g <= single_limit else max_multi):
+                    continue
+            job = group.top()
+            if job is None:
+                continue
+            # A static group's heap key is minus the priority itself; aging ones need the clock.
+            key = (group.heap[0][0] if group.rate == 0 else -ep(job, now), job.qs, job.idkey)
+            if best_key is None or key < best_key:
+                best, best_key = job, key
+        return best
+
+    def heads(self) -> Iterator[SimJob]:
+        for group in self._list:
+            job = group.top()
+            if job is not None:
+                yield job
+
+    def next_overtake(self, head: SimJob, now: float, rate_of: Callable[[SimJob], float]) -> float:
+        """The earliest time after `now` at which an aging group head's priority passes `head`'s."""
+        if not self.aging_groups:
+            return math.inf  # nobody's priority is moving
+        ep = self._ep
+        head_ep = ep(head, now)
+        head_rate = rate_of(head)
+        soonest = math.inf
+        for job in self.heads():
+            if job is head:
+                continue
+            rate = rate_of(job)
+            if rate <= head_rate:
+                continue
+            gap = head_ep - ep(job, now)
+            # the lines meet after gap / (rate difference) minutes
+            when = now + max(gap, 0.0) * 60.0 / (rate - head_rate)
+            soonest = min(soonest, math.nextafter(when, math.inf))  # strictly later: it must pass
+        return soonest
+
+    def ordered(self, now: float) -> list[SimJob]:
+        """Every queued job in scheduling order (for snapshots; O(n log n))."""
+        ep = self._ep
+        return sorted(self.jobs.values(), key=lambda j: (-ep(j, now), j.qs, j.idkey))

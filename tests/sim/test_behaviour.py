@@ -1,0 +1,240 @@
+"""Policy behaviour in the simulator: protections, aging, checkpoints, modes, actions, snapshots."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuq.errors import NotFound, Refused
+from gpuq.model import JobClass, JobState
+from gpuq.policy.config import ClassPolicy, Mode, Policy
+from gpuq.sim import ClusterSpec, JobSpec, Simulator, WorkloadStream
+
+from .helpers import check_invariants, step_all
+
+CLASSES = (JobClass("batch"), JobClass("vip", priority=500, preemptible=False))
+
+
+def _sim(policy: Policy, nodes: int = 1, gpus: int = 1, classes: tuple[JobClass, ...] = CLASSES) -> Simulator:
+    sim = Simulator(policy=policy, cluster=ClusterSpec(nodes=nodes, gpus_per_node=gpus), classes=classes,
+                    trace=True, history_limit=1000)
+    sim.check_fast_path = True
+    return sim
+
+
+def _job(job_id: str, at: float, duration: float, priority: int, gpus: int = 1, cls: str = "batch",
+         ckpt: float | None = None) -> JobSpec:
+    return JobSpec(job_id, at, duration, gpus=gpus, priority=priority, job_class=cls, checkpoint_interval_s=ckpt)
+
+
+def _preemptions(sim: Simulator) -> list[tuple[float, str, str | None]]:
+    return [(e.time, e.victim, e.preemptor) for e in sim.preemption_events]
+
+
+def test_exemption_is_honoured_and_ends_exactly_on_time() -> None:
+    sim = _sim(Policy())
+    sim.submit(_job("L", 0, 1000, 10))
+    sim.run_until(50)
+    sim.exempt("L", until=500.0)
+    sim.submit(_job("H", 100, 10, 100))
+    sim.run_until(499)
+    assert _preemptions(sim) == []
+    assert sim.snapshot().job("H").reason == "Resources"  # type: ignore[union-attr]
+    sim.run()
+    assert _preemptions(sim) == [(500.0, "L", "H")]
+
+
+def test_min_runtime_protects_young_jobs() -> None:
+    sim = _sim(Policy(min_runtime_s=600))
+    sim.submit([_job("L", 0, 1000, 10), _job("H", 100, 10, 100)])
+    sim.run()
+    assert _preemptions(sim) == [(600.0, "L", "H")]
+
+
+def test_daily_cap_stops_further_preemptions() -> None:
+    sim = _sim(Policy(max_preemptions_per_day=1, mode=Mode.GRACEFUL, grace_period_s=0))
+    sim.submit([_job("L", 0, 1000, 10), _job("H1", 100, 50, 100), _job("H2", 200, 50, 100)])
+    sim.run()
+    assert _preemptions(sim) == [(100.0, "L", "H1")]
+    trace = [(t, kind, job) for t, kind, job, _ in sim.trace or []]
+    # L resumes at 150 with 100 s done, is not preempted again, ends at 1050; then H2 runs.
+    assert (1050.0, "finish", "L") in trace and (1050.0, "start", "H2") in trace
+
+
+def test_non_preemptible_class_is_never_a_victim() -> None:
+    sim = _sim(Policy())
+    sim.submit([_job("V", 0, 100, 1, cls="vip"), _job("H", 10, 10, 10**5)])
+    sim.run()
+    assert _preemptions(sim) == []
+
+
+def test_aging_promotes_a_waiting_job_at_the_exact_moment() -> None:
+    # max_wait 100 s, then 60 points a minute: priority 0 passes the running job's 50 at t = 150.
+    # (min_runtime keeps R from taking the GPU straight back: once running, P counts at its base
+    # priority again, as the policy model defines aging for waiting jobs only.)
+    classes = (JobClass("old", priority=0, max_wait_s=100.0), JobClass("batch"))
+    sim = _sim(Policy(default_aging_rate=60.0, min_runtime_s=60.0), classes=classes)
+    sim.submit([_job("R", 0, 10_000, 50), _job("P", 0.5, 10, 0, cls="old")])
+    sim.run_until(149.9)
+    assert _preemptions(sim) == []
+    assert sim.effective_priority("P") == pytest.approx((149.9 - 100.5) * 1.0)
+    sim.run()
+    (when, victim, by), = _preemptions(sim)
+    assert (victim, by) == ("R", "P")
+    assert when == pytest.approx(150.5, abs=1e-6)
+    assert next(j for j in sim.history if j.id == "P").end == pytest.approx(160.5)
+
+
+def test_requeue_restarts_from_the_last_reported_checkpoint() -> None:
+    sim = _sim(Policy(mode=Mode.REQUEUE), gpus=2)
+    sim.submit([_job("L", 0, 2000, 10, gpus=2, ckpt=300), _job("H", 1000, 100, 100, gpus=2)])
+    sim.run_until(1000)
+    event = sim.preemption_events[0]
+    assert event.gpu_seconds_lost == 2 * 100  # ran 1000 s, last checkpoint at 900
+    sim.run()
+    done = {j.id: j for j in sim.history}
+    assert done["L"].end == 1100 + 1100  # resumes at 1100 with 900 s done
+    assert done["L"].lost_s == 200 and done["L"].gpu_s == 2 * 2000 + 200
+
+
+def test_requeue_without_reports_uses_the_policy_interval_or_loses_everything() -> None:
+    for interval, lost in ((0.0, 1000.0), (400.0, 200.0)):
+        sim = _sim(Policy(mode=Mode.REQUEUE, default_checkpoint_interval_s=interval))
+        sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
+        sim.run()
+        assert [e.gpu_seconds_lost for e in sim.preemption_events] == [lost]
+
+
+def test_cancel_ends_the_victim() -> None:
+    sim = _sim(Policy(mode=Mode.CANCEL))
+    sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
+    sim.run()
+    victim = next(j for j in sim.history if j.id == "L")
+    assert victim.state == "cancelled" and sim.preemption_events[0].gpu_seconds_lost == 1000.0
+    assert next(j for j in sim.snapshot().jobs if j.id == "L").state is JobState.CANCELLED
+
+
+def test_graceful_keeps_gpus_for_the_grace_period_then_loses_nothing() -> None:
+    sim = _sim(Policy(mode=Mode.GRACEFUL, grace_period_s=60))
+    sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
+    sim.run_until(1030)
+    snap = sim.snapshot()
+    assert snap.job("L").state is JobState.RUNNING  # type: ignore[union-attr]
+    assert snap.job("H").reason.startswith("Preempting")  # type: ignore[union-attr]
+    sim.run()
+    trace = [(t, kind, job) for t, kind, job, _ in sim.trace or []]
+    assert (1060.0, "start", "H") in trace and (1160.0, "start", "L") in trace
+    assert next(j for j in sim.history if j.id == "L").end == 1160 + 940
+
+
+def test_suspend_keeps_progress_and_shows_the_job_as_waiting() -> None:
+    sim = _sim(Policy(mode=Mode.SUSPEND))
+    sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
+    sim.run_until(1050)
+    job = sim.snapshot().job("L")
+    assert job is not None and job.state is JobState.PENDING and not job.allocation
+    assert job.reason is not None and job.reason.startswith("Suspended")
+    sim.run()
+    assert next(j for j in sim.history if j.id == "L").end == 1100 + 1000
+
+
+def test_multi_node_job_preempts_across_nodes() -> None:
+    sim = _sim(Policy(), nodes=2, gpus=8)
+    sim.submit([_job(f"s{i}", 0, 5000, 10, gpus=4) for i in range(4)])
+    sim.submit(_job("big", 10, 100, 100, gpus=16))
+    sim.run_until(10)
+    check_invariants(sim)
+    big = sim.snapshot().job("big")
+    assert big is not None and big.state is JobState.RUNNING
+    assert {n: len(i) for n, i in big.allocation.items()} == {"gpu-001": 8, "gpu-002": 8}
+    assert len(sim.preemption_events) == 4
+
+
+def test_single_node_victims_follow_the_engine_minimum_cost() -> None:
+    # Two nodes; the 4-GPU request takes the node whose jobs lost least work (started last).
+    sim = _sim(Policy(), nodes=2, gpus=4)
+    sim.submit([_job("old", 0, 5000, 10, gpus=4), _job("new1", 100, 5000, 10, gpus=2),
+                _job("new2", 100, 5000, 10, gpus=2), _job("H", 200, 10, 100, gpus=4)])
+    sim.run_until(200)
+    assert sorted(v for _, v, _ in _preemptions(sim)) == ["new1", "new2"]  # 2×2×100 = 400 < 4×200
+
+
+def test_actions_validate_and_dry_runs_change_nothing() -> None:
+    sim = _sim(Policy(), gpus=1)
+    sim.submit([_job("R", 0, 100, 10), _job("P", 0, 100, 5), _job("D", 0, 1, 50)])
+    sim.run_until(50)
+    with pytest.raises(NotFound, match="no job nope on cluster demo"):
+        sim.bump("nope", priority=3)
+    with pytest.raises(Refused, match="already ended"):
+        sim.bump("D", priority=3)
+    with pytest.raises(Refused, match="not running"):
+        sim.preempt("P", mode=Mode.REQUEUE)
+    before = json.dumps(sim.to_dict())
+    assert sim.bump("P", urgent=True, dry_run=True) == ({"priority": 5, "urgent": False},
+                                                        {"priority": 5, "urgent": True})
+    sim.exempt("R", until=999.0, dry_run=True)
+    sim.preempt("R", mode=Mode.CANCEL, dry_run=True)
+    assert json.dumps(sim.to_dict()) == before
+    # The bump takes effect at once: P becomes urgent and preempts R.
+    sim.bump("P", urgent=True)
+    assert _preemptions(sim) == [(50.0, "R", "P")]
+    assert sim.snapshot().job("P").urgent  # type: ignore[union-attr]
+
+
+def test_operator_preempt_and_bump_priority() -> None:
+    sim = _sim(Policy(mode=Mode.REQUEUE))
+    sim.submit([_job("R", 0, 100, 10), _job("P", 0, 100, 5)])
+    sim.run_until(10)
+    before, after = sim.preempt("R", mode=Mode.REQUEUE)
+    assert before["state"] == "running" and after["state"] == "pending"
+    assert _preemptions(sim) == [(10.0, "R", None)]
+    # Requeued, R is still the best job waiting, so it starts again at once (from scratch).
+    snap = sim.snapshot()
+    assert snap.job("R").state is JobState.RUNNING and snap.job("R").start_time == 10.0  # type: ignore[union-attr]
+    assert snap.job("R").preemption_times == (10.0,)  # type: ignore[union-attr]
+    sim.bump("P", priority=20)  # now P outranks R and takes the GPU
+    assert sim.snapshot().job("P").state is JobState.RUNNING  # type: ignore[union-attr]
+    assert _preemptions(sim)[-1] == (10.0, "R", "P")
+
+
+def test_snapshot_fields() -> None:
+    sim = _sim(Policy(), nodes=2, gpus=4)
+    sim.submit([_job("a", 0, 1000, 10, gpus=3, ckpt=100), _job("b", 0, 1000, 5, gpus=4),
+                _job("c", 0, 1000, 5, gpus=4), _job("d", 1, 1000, 1, gpus=2)])
+    sim.run_until(250)
+    snap = sim.snapshot()
+    assert (snap.cluster, snap.backend, snap.taken_at) == ("demo", "demo", 250.0)
+    a = snap.job("a")
+    assert a is not None and a.allocation == {"gpu-001": (0, 1, 2)} and a.last_checkpoint_time == 200.0
+    assert [n.state.value for n in snap.nodes] == ["mixed", "allocated"]
+    reasons = {j.id: j.reason for j in snap.jobs if j.state is JobState.PENDING}
+    assert reasons == {"c": "Resources", "d": "Priority"}
+
+
+def test_policy_class_override_changes_preemptibility() -> None:
+    policy = Policy(classes={"vip": ClassPolicy(preemptible=True)})
+    sim = _sim(policy)
+    sim.submit([_job("V", 0, 100, 1, cls="vip"), _job("H", 10, 10, 10**5)])
+    sim.run()
+    assert [v for _, v, _ in _preemptions(sim)] == ["V"]
+
+
+def test_stream_is_reproducible_and_persistable() -> None:
+    spec = ClusterSpec()
+    a = WorkloadStream(5, spec)
+    first = [a.next_batch(0.0) for _ in range(3)]
+    b = WorkloadStream.from_dict(json.loads(json.dumps(a.to_dict())), spec, a.classes)
+    assert [a.next_batch(100.0) for _ in range(5)] == [b.next_batch(100.0) for _ in range(5)]
+    assert first == [WorkloadStream(5, spec).next_batch(0.0) for _ in range(1)] + first[1:]
+
+
+def test_demo_workload_runs_with_invariants() -> None:
+    sim = Simulator(stream=WorkloadStream(3, ClusterSpec()), start=1_800_000_000.0, max_pending=300)
+    sim.check_fast_path = True
+    step_all(sim, limit=1_800_000_000.0 + 8 * 3600)
+    snap = sim.snapshot()
+    assert {c.name for c in snap.classes} >= {"urgent", "normal"}
+    assert any(j.gpus > 8 for j in snap.jobs)  # multi-node jobs
+    assert any(j.checkpoint_interval_s for j in snap.jobs)
+    assert sim.preemptions > 0
