@@ -13,12 +13,13 @@ Pure: takes (snapshot, policy, request, now) and returns a Plan; never reads the
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuq.model import Job, JobClass, JobState, Node, Snapshot
 from gpuq.policy.config import Policy
+from gpuq.policy.cover import Best, Item, search_node
 from gpuq.policy.rules import (
     Reason,
     effective_priority,
@@ -279,52 +280,9 @@ def _candidate(v: _Victim, reason: Reason, detail: str) -> Candidate:
     )
 
 
-def _set_key(victims: Sequence[_Victim], node: str) -> tuple[Any, ...]:
-    """Ordering of victim sets: cost, fewer victims, lower top priority, most recently started,
-    smallest sorted ids, node name (policy model, "Victim choice")."""
-    return (
-        round(sum(v.cost for v in victims), 6),
-        len(victims),
-        max((v.priority for v in victims), default=float("-inf")),
-        -sum(v.job.start_time or 0.0 for v in victims),
-        tuple(sorted(v.job.id for v in victims)),
-        node,
-    )
-
-
-def _best_cover(
-    eligible: list[_Victim], node: str, need: int, bound: float
-) -> tuple[tuple[Any, ...], list[_Victim]] | None:
-    """Exact minimum-key set of victims freeing at least `need` GPUs on `node`, cost <= bound."""
-    items = sorted(eligible, key=lambda v: (v.cost, v.job.id))
-    suffix_gpus = [0] * (len(items) + 1)
-    for i in range(len(items) - 1, -1, -1):
-        suffix_gpus[i] = suffix_gpus[i + 1] + items[i].on_node[node]
-    best: tuple[tuple[Any, ...], list[_Victim]] | None = None
-    limit = bound
-    chosen: list[_Victim] = []
-
-    def search(i: int, freed: int, cost: float) -> None:
-        nonlocal best, limit
-        if freed >= need:
-            key = _set_key(chosen, node)
-            if best is None or key < best[0]:
-                best = (key, list(chosen))
-                limit = min(limit, key[0])
-            return
-        if i == len(items) or freed + suffix_gpus[i] < need:
-            return
-        item = items[i]
-        # Items are sorted by cost, so no later item is cheaper than this one.
-        if cost + item.cost > limit + _EPS:
-            return
-        chosen.append(item)
-        search(i + 1, freed + item.on_node[node], cost + item.cost)
-        chosen.pop()
-        search(i + 1, freed, cost)
-
-    search(0, 0, 0.0)
-    return best
+def _item(v: _Victim, node: str) -> Item:
+    """A victim as the shared exact search sees it."""
+    return (v.cost, v.job.id, v.on_node[node], v.priority, v.job.start_time or 0.0)
 
 
 def _spare_reason(v: _Victim, why: str) -> Candidate:
@@ -401,20 +359,22 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
         bounds.append((need * per_gpu if eligible_gpus >= need else inf, name, need))
     bounds.sort()
 
-    best: tuple[tuple[Any, ...], list[_Victim]] | None = None
+    search = Best()
     examined: list[str] = []
     for lower, name, need in bounds:
         if lower == inf:
-            if best is None:
+            if search.key is None:
                 examined.append(name)
             continue
-        if best is not None and lower > best[0][0] + _EPS:
+        if search.key is not None and lower > search.limit + _EPS:
             break
         examined.append(name)
         eligible = [v for v in _running_by_node(ctx, (name,)).get(name, ()) if v.protected is None]
-        found = _best_cover(eligible, name, need, best[0][0] if best else inf)
-        if found is not None and (best is None or found[0] < best[0]):
-            best = found
+        search_node(name, need, [_item(v, name) for v in eligible], search)
+    best: tuple[tuple[Any, ...], list[_Victim]] | None = None
+    if search.key is not None and search.choice is not None:
+        items, _ = search.choice
+        best = (search.key, [ctx.victims[item[1]] for item in items])
 
     by_node = _running_by_node(ctx, examined)
     chosen_ids = {v.job.id for v in best[1]} if best else set()

@@ -26,11 +26,11 @@ from typing import Any
 from gpuq.errors import NotFound, Refused
 from gpuq.model import DAY_S, Job, JobClass, JobState, Node, NodeState, PreemptionEvent, Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
+from gpuq.policy.cover import best_single_node
 from gpuq.sim.cluster import Gpus
 from gpuq.sim.jobs import CANCELLED, COMPLETED, FUTURE, PENDING, RUNNING, SUSPENDED, SimJob
 from gpuq.sim.planner import Decision, Planner, engine_planner
 from gpuq.sim.queue import PendingQueue
-from gpuq.sim.victims import best_single_node
 from gpuq.sim.workload import DEFAULT_CLASSES, ClusterSpec, JobSpec, WorkloadStream
 from gpuq.timefmt import format_time
 

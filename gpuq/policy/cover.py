@@ -1,20 +1,19 @@
-"""Exact single-node victim choice on plain numbers, for the simulator's hot loop.
+"""Exact single-node victim choice on plain numbers: the one search the engine and simulator share.
 
-The same choice as `gpuq.policy.engine` makes for a single-node request (policy-model.md,
-"Victim choice"): over the candidate nodes, the victim set of least key
+Over the candidate nodes, the victim set of least key
 
     (total cost, number of victims, highest victim priority, −Σ start times, sorted ids, node)
 
-where costs are rounded to 6 decimals as the engine does. The engine builds a snapshot and a
-full explanation for every candidate; the simulator only needs the answer, thousands of times
-a simulated day. Tests compare the two on every decision (`Simulator.check_fast_path`).
+(policy model, "Victim choice"; costs rounded to 6 decimals so float sums compare stably). The
+policy engine wraps it with protections and explanations; the simulator calls it directly in its
+hot loop, on numbers it keeps up to date, so both always pick the same victims.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["Item", "best_single_node"]
+__all__ = ["Best", "Item", "best_single_node", "search_node"]
 
 _EPS = 1e-6
 
@@ -22,7 +21,7 @@ _EPS = 1e-6
 Item = tuple[float, str, int, float, float]
 
 
-class _Best:
+class Best:
     """The least key found so far, over all nodes, and the cost bound it sets."""
 
     __slots__ = ("key", "choice", "limit")
@@ -33,7 +32,7 @@ class _Best:
         self.limit = float("inf")
 
 
-def _search_node(node: str, need: int, eligible: Sequence[Item], best: _Best) -> None:
+def search_node(node: str, need: int, eligible: Sequence[Item], best: Best) -> None:
     """Every set of victims on `node` that just covers `need` GPUs, pruned by cost (as the engine)."""
     items = sorted(eligible, key=lambda item: (item[0], item[1]))
     count = len(items)
@@ -73,7 +72,7 @@ def _search_node(node: str, need: int, eligible: Sequence[Item], best: _Best) ->
 
 def best_single_node(nodes: Iterable[tuple[str, int, Sequence[Item]]]) -> tuple[list[Item], str] | None:
     """The least-key victim set over `(node, GPUs missing there, eligible victims there)`."""
-    best = _Best()
+    best = Best()
     for node, need, eligible in nodes:
-        _search_node(node, need, eligible, best)
+        search_node(node, need, eligible, best)
     return best.choice
