@@ -176,6 +176,15 @@ class _Context:
             found = self.classes[name] = class_of(self.snapshot, self.policy, name)
         return found
 
+    def running_priority(self, job: Job) -> float:
+        """A victim's effective priority; cheap when its class does not age."""
+        if job.urgent:
+            return float(self.policy.urgent_priority)
+        cls = self.cls(job.job_class)
+        if cls.max_wait_s is None:
+            return float(job.priority)
+        return effective_priority(job, cls, self.policy, self.now)
+
     def quick_numbers(self, job: Job) -> tuple[float, bool]:
         """(cost, unprotected) for a running job, without building a _Victim."""
         found = self.quick.get(job.id)
@@ -185,7 +194,7 @@ class _Context:
                 found = (v.cost, v.protected is None)
             else:
                 policy = self.policy
-                priority = float(policy.urgent_priority) if job.urgent else float(job.priority)
+                priority = self.running_priority(job)
                 cost = policy.lost_work_weight * gpu_seconds_lost(job, policy, self.now)
                 if policy.priority_weight:
                     cost += policy.priority_weight * priority
@@ -207,8 +216,7 @@ class _Context:
             cls = self.cls(job.job_class)
             policy = self.policy
             lost = gpu_seconds_lost(job, policy, self.now)
-            # Victims are running jobs: no aging, only manual urgency changes their priority.
-            priority = float(policy.urgent_priority) if job.urgent else float(job.priority)
+            priority = self.running_priority(job)
             cost = policy.lost_work_weight * lost
             if policy.priority_weight:
                 cost += policy.priority_weight * priority

@@ -35,12 +35,23 @@ class Reason(StrEnum):
 
 
 def effective_priority(job: Job, cls: JobClass, policy: Policy, now: float) -> float:
-    """Base priority, plus aging for pending jobs waiting past `max_wait`; manual urgency overrides."""
+    """Base priority plus aging past `max_wait`; manual urgency overrides.
+
+    A pending job ages while it waits. A job that started keeps the aging it had earned when it
+    started (its wait up to `start_time`): otherwise a job promoted by aging would drop back to its
+    base priority the moment it took a GPU, and the job it displaced would at once preempt it back,
+    over and over.
+    """
     if job.urgent:
         return float(policy.urgent_priority)
     priority = float(job.priority)
-    if job.state is JobState.PENDING and cls.max_wait_s is not None:
-        overdue = now - job.queued_since - cls.max_wait_s
+    if cls.max_wait_s is not None:
+        if job.state is JobState.PENDING:
+            overdue = now - job.queued_since - cls.max_wait_s
+        elif job.start_time is not None:
+            overdue = job.start_time - job.queued_since - cls.max_wait_s
+        else:
+            return priority
         if overdue > 0:
             priority += policy.aging_rate(cls.name) * overdue / 60.0
     return priority

@@ -164,8 +164,16 @@ class Simulator:
         return float(job.priority)
 
     def _rep(self, job: SimJob) -> float:
-        """Effective priority of a running job (aging applies to waiting jobs only)."""
-        return self._urgent if job.urgent else float(job.priority)
+        """Effective priority of a running job: urgency, else base plus the aging it had earned
+        when it started (`rules.effective_priority`); constant for the whole run."""
+        if job.urgent:
+            return self._urgent
+        info = self._cinfo[job.cls]
+        if info.max_wait is not None and info.rate > 0 and job.run_start is not None:
+            overdue = job.run_start - job.qs - info.max_wait
+            if overdue > 0:
+                return job.priority + info.rate * overdue / 60.0
+        return float(job.priority)
 
     def effective_priority(self, job_id: str) -> float:
         job = self._visible(job_id)
@@ -526,11 +534,10 @@ class Simulator:
         eligible: list[SimJob] = []
         unlock = _INF
         cinfo = self._cinfo
-        urgent = self._urgent
         for job in self._running.values():
             if job.drain_until is not None or not cinfo[job.cls].preemptible:
                 continue
-            job_ep = urgent if job.urgent else job.priority
+            job_ep = self._rep(job)
             if not head_ep - job_ep > delta:
                 if head_rate > 0:
                     unlock = min(unlock, self._crossing(head_ep, head_rate, job_ep + delta, now))
@@ -564,7 +571,7 @@ class Simulator:
                 break
             if job.drain_until is not None or not cinfo[job.cls].preemptible:
                 continue
-            job_ep = self._urgent if job.urgent else float(job.priority)
+            job_ep = self._rep(job)
             if not head_ep - job_ep > delta:
                 continue
             if job.exempt_until is not None and job.exempt_until > now:
@@ -648,7 +655,7 @@ class Simulator:
                     if cost < 0:  # costs only for jobs that matter
                         cost = lw * self._lost(job, now)
                         if pw:
-                            cost += pw * (self._urgent if job.urgent else job.priority)
+                            cost += pw * self._rep(job)
                     per_node.setdefault(i, []).append((cost, len(idx), job))
         bounds: list[tuple[float, float, int]] = []
         for i, items in per_node.items():
@@ -670,10 +677,9 @@ class Simulator:
     ) -> Decision | None:
         """The engine's single-node choice computed on plain numbers (see `gpuq.sim.victims`)."""
         gpus = self._gpus
-        urgent = self._urgent
         found = best_single_node(
             (gpus.names[i], head.gpus - gpus.free_n[i],
-             [(cost, job.id, n, urgent if job.urgent else float(job.priority), job.run_start)  # type: ignore[misc]
+             [(cost, job.id, n, self._rep(job), job.run_start)  # type: ignore[misc]
               for cost, n, job in per_node[i]])
             for i in nodes
         )

@@ -357,3 +357,18 @@ def test_plans_free_enough_and_never_touch_protected_jobs(case: tuple[Snapshot, 
         if job.id in chosen:
             assert protection(job, class_of(s, policy, job.job_class), 100.0, policy, NOW) is None
     assert not chosen & {c.job_id for c in plan.spared}
+
+
+def test_a_started_job_keeps_the_aging_it_earned() -> None:
+    """No ping-pong: an aged job that took a GPU is not preempted back by the job it displaced."""
+    # Waited 2h10m in class low (max_wait 2h, 10 points/min): 10 + 100 = 110 when it started.
+    aged = Job(id="aged", name="aged", user="u", tenant="t", job_class="low", priority=10,
+               state=JobState.RUNNING, submit_time=NOW - 7800 - 60, start_time=NOW - 60, gpus=8,
+               allocation={"n1": tuple(range(8))})
+    assert effective_priority(aged, CLASSES[0], Policy(), NOW) == pytest.approx(110)
+    s = snap([aged], nodes=[Node("n1", 8)])
+    displaced = Request(gpus=8, priority=100, job_class="normal")
+    plan = plan_preemption(s, Policy(), displaced, NOW)
+    assert not plan.would_preempt
+    assert reasons(plan) == {"aged": "delta"}
+    assert victims(plan_preemption(s, Policy(), Request(gpus=8, priority=111), NOW)) == ["aged"]
