@@ -460,6 +460,12 @@ def open_cluster(
         options["seed"] = BackendOption(seed, "--seed")
     if speed is not None:
         options["speed"] = BackendOption(speed, "--speed")
+    if policy.source == "defaults":
+        from gpuq.backends.registry import backend_class
+
+        site_default = backend_class(backend_name).default_policy
+        if site_default is not None:
+            policy = PolicySource(site_default, f"{backend_name} backend's built-in policy")
     implicit = {"policy": policy.policy}  # passed only to backends that take it (the demo)
     return Cluster(create_backend(backend_name, options, implicit), backend_name, policy, audit)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from gpuq.model import Snapshot
-from gpuq.policy.config import Mode
+from gpuq.policy.config import Mode, Policy
 
 __all__ = ["ActionResult", "Backend", "NativePlan", "PreviewRequest"]
 
@@ -70,6 +70,8 @@ class Backend(ABC):
     knows_gpu_indexes: ClassVar[bool] = False
     has_history: ClassVar[bool] = False
     has_native_preview: ClassVar[bool] = False
+    #: The policy to use when the operator configured none (None: gpuq's documented defaults).
+    default_policy: ClassVar[Policy | None] = None
 
     cluster: str
 

@@ -49,6 +49,12 @@ def _default_state_dir() -> Path:
     return state_dir()
 
 
+#: The simulated site's policy, used when the operator configured none. gpuq's bare defaults
+#: (delta 0, no minimum runtime, no cap) let equal-class neighbours churn; a real site damps that,
+#: and so does the demo. Preview and simulator both use it, so they agree.
+DEMO_POLICY = Policy(delta=50, min_runtime_s=900.0, max_preemptions_per_day=3)
+
+
 class DemoBackend(Backend):
     """A simulated 16-node × 8-GPU multi-tenant cluster that lives between CLI invocations."""
 
@@ -59,6 +65,7 @@ class DemoBackend(Backend):
     knows_gpu_indexes = True
     has_history = True
     has_native_preview = False
+    default_policy = DEMO_POLICY
 
     def __init__(
         self,
