@@ -23,7 +23,8 @@ def main(path: str, runs: int) -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t0 = time.perf_counter()
         with open(os.devnull, "wb") as sink:
-            subprocess.run([str(gpuq), "queue", "-o", "json", "--snapshot", path], stdout=sink, check=True)
+            argv = [str(gpuq), "queue", "-o", "json", "--snapshot", path]
+            subprocess.run(argv, stdout=sink, check=True)  # noqa: S603 - fixed argument list, no shell
         times.append(time.perf_counter() - t0)
         # ru_maxrss of children is the largest child so far (KiB on Linux).
         peaks.append(max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024)

@@ -40,7 +40,7 @@ MAX_CATCHUP_S = 2 * 86400.0  # replayed at most per call; beyond it the simulate
 HISTORY_LIMIT = 1500  # finished jobs kept for SLA figures
 EVENT_LIMIT = 2000  # preemption events kept
 MAX_PENDING = 300  # simulated users stop submitting into a longer queue
-LOAD = 1.05  # offered GPU-time / capacity, on average over a day (more in the afternoon)
+LOAD = 1.15  # offered GPU-time / capacity, on average over a day (more in the afternoon)
 
 
 def _default_state_dir() -> Path:
