@@ -121,8 +121,11 @@ def queue_rows(
             wait = max(0.0, now - since)
         else:
             wait = None
-        if state is pending or job.urgent:
-            effective = effective_priority(job, resolved.get(job.job_class) or class_of(job.job_class), policy, now)
+        cls = resolved.get(job.job_class) or class_of(job.job_class)
+        max_wait = cls.max_wait_s
+        if state is pending or job.urgent or (max_wait is not None and wait is not None and wait > max_wait):
+            # Pending jobs age; started ones keep what they earned (rules.effective_priority).
+            effective = effective_priority(job, cls, policy, now)
         else:
             effective = float(job.priority)
         append(

@@ -181,8 +181,9 @@ class _Context:
         if job.urgent:
             return float(self.policy.urgent_priority)
         cls = self.cls(job.job_class)
-        if cls.max_wait_s is None:
-            return float(job.priority)
+        start, max_wait = job.start_time, cls.max_wait_s
+        if max_wait is None or start is None or start - job.queued_since <= max_wait:
+            return float(job.priority)  # earned no aging before it started
         return effective_priority(job, cls, self.policy, self.now)
 
     def quick_numbers(self, job: Job) -> tuple[float, bool]:

@@ -13,6 +13,7 @@ import pytest
 from click.testing import Result
 
 from gpuq.model import FORMAT
+from gpuq.timefmt import format_time, parse_time
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots"
 
@@ -256,3 +257,20 @@ def test_unknown_gpu_indexes_and_unknown_fields(gpuq: Run) -> None:
     # A drained node takes no work: the 4-GPU job could only fit on node-a after preemption.
     plan = _json(gpuq("--snapshot", path, "preview", "ns/train-1", "-o", "json"))
     assert "node-b" not in plan["nodes"]
+
+
+def test_queue_shows_the_aging_a_running_job_carries(gpuq: Run, tmp_path: Path) -> None:
+    """A job that started after waiting past max_wait keeps that aging in `effective_priority`."""
+    doc = json.loads((SNAPSHOTS / "small.json").read_text())
+    low = next(c for c in doc["classes"] if c["name"] == "low")
+    job = next(j for j in doc["jobs"] if j["state"] == "running")
+    job["class"] = "low"
+    job["priority"] = 10
+    job["eligible_time"] = job["submit_time"]
+    # Started max_wait + 10 minutes after it became eligible: 10 points/min x 10 min of aging.
+    job["start_time"] = format_time(parse_time(job["submit_time"]) + low["max_wait_s"] + 600)
+    path = tmp_path / "aged.json"
+    path.write_text(json.dumps(doc))
+    out = _json(gpuq("--snapshot", str(path), "queue", "-o", "json", "--state", "running"))
+    row = next(r for r in out["jobs"] if r["id"] == job["id"])
+    assert row["effective_priority"] == 110
