@@ -17,6 +17,7 @@ from gpuq.gcpause import gc_paused
 __all__ = [
     "FORMAT",
     "ACTIVE_STATES",
+    "NO_ALLOCATION",
     "DAY_S",
     "Job",
     "JobClass",
@@ -79,7 +80,7 @@ class Node:
     state: NodeState = NodeState.IDLE
 
 
-_NO_ALLOCATION: Mapping[str, tuple[int | None, ...]] = MappingProxyType({})
+NO_ALLOCATION: Mapping[str, tuple[int | None, ...]] = MappingProxyType({})
 
 
 class Job(NamedTuple):
@@ -108,7 +109,7 @@ class Job(NamedTuple):
     end_time: float | None = None
     # Node name -> GPU indexes held there (None where the backend cannot tell which GPU).
     # Treat it as read-only; the shared empty default is never mutated.
-    allocation: Mapping[str, tuple[int | None, ...]] = _NO_ALLOCATION
+    allocation: Mapping[str, tuple[int | None, ...]] = NO_ALLOCATION
     preemption_times: tuple[float, ...] = ()
     last_checkpoint_time: float | None = None
     exempt_until: float | None = None

@@ -17,6 +17,7 @@ from gpuq.errors import BadInput
 from gpuq.gcpause import gc_paused
 from gpuq.model import (
     FORMAT,
+    NO_ALLOCATION,
     Job,
     JobClass,
     JobState,
@@ -25,7 +26,7 @@ from gpuq.model import (
     PreemptionEvent,
     Snapshot,
 )
-from gpuq.timefmt import _CANONICAL, _parse_time_cached, format_time, parse_time
+from gpuq.timefmt import KNOWN_TEXT, format_time, parse_time, parse_time_text
 
 __all__ = [
     "job_to_dict",
@@ -202,7 +203,7 @@ _new_job = tuple.__new__
 _V1_JOB_FIELDS = 16
 # The cached parser itself: it raises on anything but an RFC 3339 string, which sends the record
 # down the slow path for a precise message.
-_parse_t = _parse_time_cached
+_parse_t = parse_time_text
 
 
 def _job_fast(raw: Any, path: str) -> Job:
@@ -219,15 +220,17 @@ def _job_fast(raw: Any, path: str) -> Job:
     ) or gpus < 0:
         raise ValueError
     alloc = raw["allocation"]
-    allocation = {}
+    allocation: Mapping[str, tuple[int | None, ...]] = NO_ALLOCATION  # shared by every pending job
     if alloc:
+        held: dict[str, tuple[int | None, ...]] = {}
         for node, indexes in alloc.items():
             if type(indexes) is not list:
                 raise ValueError
             for idx in indexes:
                 if idx is not None and (type(idx) is not int or idx < 0):
                     raise ValueError
-            allocation[node] = tuple(indexes)
+            held[node] = tuple(indexes)
+        allocation = held
     # A record with only the 16 v1 fields (the common case) has no extras to look up.
     if len(raw) > _V1_JOB_FIELDS:
         urgent = get("urgent", False)
@@ -389,7 +392,7 @@ def job_to_dict(job: Job) -> dict[str, Any]:
     """
     (ident, name, user, tenant, cls, priority, state, submit, gpus, eligible, start, end, allocation,
      preempted, checkpoint, exempt, reason, urgent, account, partition, qos, comment, interval, duration) = job
-    known = _CANONICAL.get
+    known = KNOWN_TEXT.get
     fmt = format_time
     out: dict[str, Any] = {
         "id": ident,

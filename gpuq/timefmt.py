@@ -10,7 +10,7 @@ import re
 import time
 from datetime import UTC, datetime
 
-__all__ = ["format_duration", "format_time", "parse_duration", "parse_time"]
+__all__ = ["KNOWN_TEXT", "format_duration", "format_time", "parse_duration", "parse_time", "parse_time_text"]
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -41,14 +41,14 @@ def parse_duration(value: object) -> float:
 
 # Canonical strings seen while parsing, by value: writing a 200,000-job snapshot back out then
 # costs a dict lookup per time instead of a datetime round trip. Bounded, and cleared when full.
-_CANONICAL: dict[float, str] = {}
-_CANONICAL_MAX = 2_000_000
+KNOWN_TEXT: dict[float, str] = {}
+CACHE_LIMIT = 2_000_000
 
 
 _PARSED: dict[str, float] = {}
 
 
-def _parse_time_cached(text: str) -> float:
+def parse_time_text(text: str) -> float:
     """Parse with a memo: real queues repeat times (arrays, bursts), and a plain dict is cheaper
     than an LRU when most times are distinct. Raises on anything but an RFC 3339 string."""
     found = _PARSED.get(text)
@@ -60,12 +60,12 @@ def _parse_time_cached(text: str) -> float:
     if parsed.tzinfo is None:
         raise ValueError(text)
     epoch = parsed.timestamp()
-    if len(_PARSED) >= _CANONICAL_MAX:
+    if len(_PARSED) >= CACHE_LIMIT:
         _PARSED.clear()
-        _CANONICAL.clear()
+        KNOWN_TEXT.clear()
     _PARSED[text] = epoch
     if len(text) == 20 and text[19] == "Z" and text[10] == "T":
-        _CANONICAL[epoch] = text
+        KNOWN_TEXT[epoch] = text
     return epoch
 
 
@@ -73,12 +73,12 @@ def parse_time(text: object) -> float:
     """Epoch seconds from an RFC 3339 time with an offset (``2026-11-29T18:00:00Z``)."""
     if not isinstance(text, str):
         raise ValueError(repr(text))
-    return _parse_time_cached(text)
+    return parse_time_text(text)
 
 
 def format_time(epoch: float) -> str:
     """RFC 3339 UTC string; whole seconds are written without a fraction."""
-    known = _CANONICAL.get(epoch)
+    known = KNOWN_TEXT.get(epoch)
     if known is not None:
         return known
     if epoch == int(epoch):
