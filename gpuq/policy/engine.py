@@ -350,14 +350,38 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
     inf = float("inf")
     bounds: list[tuple[float, str, int]] = []
     protected_seen: dict[str, tuple[Job, float]] = {}
+    # The commonest victim (not urgent or exempt, no checkpoint interval, earned no aging, under
+    # only the delta rule) is costed right here; anything else goes through quick_numbers.
+    quick, classes = ctx.quick, ctx.classes
+    now, policy, exclude = ctx.now, ctx.policy, ctx.exclude
+    lw, pw, delta, requester = policy.lost_work_weight, policy.priority_weight, policy.delta, ctx.requester_priority
+    simple = ctx.fast_rules and policy.default_checkpoint_interval_s <= 0
     for node in big_enough:
         name = node.name
         need = g - free[name]
         eligible_gpus, per_gpu = 0, inf
         for job in on.get(name, ()):
-            if job.id == ctx.exclude:
+            job_id = job.id
+            if job_id == exclude:
                 continue
-            cost, ok = numbers(job)
+            hit = quick.get(job_id)
+            if hit is None:
+                if simple and not job.urgent and job.exempt_until is None and job.checkpoint_interval_s is None:
+                    cls = classes.get(job.job_class) or ctx.cls(job.job_class)
+                    start, max_wait = job.start_time, cls.max_wait_s
+                    if cls.preemptible and start is not None and (
+                        max_wait is None or start - job.queued_since <= max_wait
+                    ):
+                        priority = float(job.priority)
+                        saved = job.last_checkpoint_time
+                        since = start if saved is None or saved < start else saved
+                        cost = lw * job.gpus * (now - since if now > since else 0.0)
+                        if pw:
+                            cost += pw * priority
+                        hit = quick[job_id] = (cost, requester - priority > delta)
+                if hit is None:
+                    hit = numbers(job)
+            cost, ok = hit
             if ok:
                 count = len(job.allocation[name])
                 eligible_gpus += count
