@@ -119,7 +119,7 @@ def _priority(app: App, option: str, value: str | None, *, signed: bool) -> int 
         return None
     lo, hi = app.cluster.priority_range()
     text = value.strip()
-    digits = text[1:] if signed and text[:1] in "+-" else text
+    digits = text[1:] if text[:1] in "+-" else text
     if not digits.isdigit():
         what = "a whole number of priority points (may be negative)" if signed else "an integer"
         raise click.BadParameter(

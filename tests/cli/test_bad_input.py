@@ -35,9 +35,15 @@ def test_unknown_job_id_on_action_is_audited(gpuq: Run, fake: Any, xdg: dict[str
     assert record["error"] == "no job 123 on cluster lab"
 
 
-@pytest.mark.parametrize("value", ["-5", "0", "abc", "1.5", "2000000"])
-def test_bad_priority_shows_range(gpuq: Run, fake: Any, value: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("-5", "-5 is outside the allowed range"), ("0", "0 is outside the allowed range"),
+     ("abc", "'abc' is not an integer"), ("1.5", "'1.5' is not an integer"),
+     ("2000000", "2000000 is outside the allowed range")],
+)
+def test_bad_priority_shows_range(gpuq: Run, fake: Any, value: str, problem: str) -> None:
     err = _clean_failure(gpuq("--backend", "fake", "bump", "201", "--to", value, "--yes"), 2)
+    assert problem in err
     assert "1 to 1000000" in err
     assert fake.state["calls"] == []
 
