@@ -1,7 +1,8 @@
-"""Where gpuq keeps its files: the XDG config and state directories.
+"""Where gpuq keeps its files: the XDG config, state and cache directories.
 
 `$XDG_CONFIG_HOME/gpuq/config.toml` holds the operator's configuration; `$XDG_STATE_HOME/gpuq/`
-holds the audit log and the demo cluster's state. Nothing is created until something is written.
+holds the audit log and the demo cluster's state; `$XDG_CACHE_HOME/gpuq/` holds what a backend
+may re-read at any time (deleting it is always safe). Nothing is created until something is written.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 __all__ = [
     "audit_log_path",
+    "cache_dir",
     "config_dir",
     "config_file",
     "ensure_dir",
@@ -36,6 +38,11 @@ def config_dir() -> Path:
 def state_dir() -> Path:
     """`$XDG_STATE_HOME/gpuq` (default `~/.local/state/gpuq`)."""
     return _xdg("XDG_STATE_HOME", ".local/state") / APP
+
+
+def cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/gpuq` (default `~/.cache/gpuq`)."""
+    return _xdg("XDG_CACHE_HOME", ".cache") / APP
 
 
 def config_file() -> Path:

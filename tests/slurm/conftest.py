@@ -35,3 +35,10 @@ def partition_lab(slurm_lab: dict[str, str]) -> dict[str, str]:
     env = lab.start("partition")
     lab.cancel_all()
     return env
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The backend keeps its slowly changing reads under $XDG_CACHE_HOME/gpuq between invocations:
+    # each test starts with an empty one (and never touches the developer's ~/.cache).
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))

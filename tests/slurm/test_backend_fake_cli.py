@@ -45,7 +45,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     _tool(bindir, "squeue", f'#!/bin/bash\necho "squeue $*" >> "$FAKE_LOG"\ncat {LIVE}/squeue-format.txt\n')
     _tool(bindir, "sinfo", f"#!/bin/bash\ncat {LIVE}/sinfo-format.txt\n")
     _tool(bindir, "sacct", f'#!/bin/bash\necho "sacct $*" >> "$FAKE_LOG"\ncat {LIVE}/sacct-parsable.txt\n')
-    _tool(bindir, "sacctmgr", f"#!/bin/bash\ncat {LIVE}/sacctmgr-show-qos.txt\n")
+    _tool(bindir, "sacctmgr", f'#!/bin/bash\necho "sacctmgr $*" >> "$FAKE_LOG"\ncat {LIVE}/sacctmgr-show-qos.txt\n')
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=fake\nSlurmctldHost=ctl01(10.1.2.3)\nSlurmctldPort=6817\n")
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
@@ -72,10 +72,10 @@ def test_snapshot_from_replayed_output(fake: Path) -> None:
 
 
 def test_history_is_cached_by_time_window(fake: Path) -> None:
-    backend = SlurmBackend()
+    backend = SlurmBackend(history_ttl_s=0)
     backend.snapshot()
     backend.snapshot()
-    sacct = [c for c in _calls(fake) if c.startswith("sacct")]
+    sacct = [c for c in _calls(fake) if c.startswith("sacct ")]
     assert len(sacct) == 2
     assert backend.history_cache.reads == 2
     # The second read starts where the first ended (minus an overlap), not a day back.

@@ -86,8 +86,9 @@ def test_preempt_requeue_then_history_counts_it(backend: SlurmBackend) -> None:
     assert lab.states()[job][0] == "PENDING"
 
     # The REQUEUED run reaches slurmdbd a little later; the snapshot then counts the preemption.
+    # (history_ttl_s=0: poll sacct each time rather than reuse a read younger than the TTL.)
     def counted() -> bool:
-        j = SlurmBackend().snapshot().job(job)
+        j = SlurmBackend(history_ttl_s=0).snapshot().job(job)
         return j is not None and len(j.preemption_times) == 1
 
     lab.wait_for(counted, 30, "sacct to record the requeue")
@@ -120,11 +121,19 @@ class _AsTestUser:
     """
 
     TimeoutExpired = subprocess.TimeoutExpired
+    PIPE = subprocess.PIPE
+
+    @staticmethod
+    def _wrap(argv: list[str]) -> list[str]:
+        return ["runuser", "-u", lab.TEST_USER, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}", *argv]
 
     @staticmethod
     def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        wrapped = ["runuser", "-u", lab.TEST_USER, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}", *argv]
-        return subprocess.run(wrapped, **kwargs)  # noqa: S603
+        return subprocess.run(_AsTestUser._wrap(argv), **kwargs)  # noqa: S603
+
+    @staticmethod
+    def Popen(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:  # noqa: N802 - stands in for subprocess.Popen
+        return subprocess.Popen(_AsTestUser._wrap(argv), **kwargs)  # noqa: S603
 
 
 def test_plain_user_gets_permission_denied(blocked: str, monkeypatch: pytest.MonkeyPatch) -> None:

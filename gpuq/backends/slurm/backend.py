@@ -2,17 +2,21 @@
 
 Read path (chosen by measurement, see `text`): ``squeue --Format`` (delimited) and
 ``scontrol show job -d -o`` (GPU indexes, restarts, AdminComment) and ``sinfo --Format``, run
-concurrently, plus ``sacct`` through a time-window cache. The JSON readers in `jsonread` parse
-the same data for ``squeue --json`` users and are tested on 22.05, 24.11 and 26.05 samples.
+concurrently, plus ``sacct`` through a time-window cache. The slowly changing reads (the
+preemption set-up, the sacct window) are also kept between invocations in `diskcache`. The JSON
+readers in `jsonread` parse the same data for ``squeue --json`` users and are tested on 22.05,
+24.11 and 26.05 samples.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 from gpuq.backends.base import ActionResult, Backend, NativePlan, PreviewRequest
@@ -24,16 +28,15 @@ from gpuq.backends.slurm.config import (
     parse_qos,
     parse_show_config,
 )
+from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.backends.slurm.history import HistoryCache, sacct_args
 from gpuq.backends.slurm.jobs import AdminNote, QueueRead, format_admin_comment, parse_admin_comment
 from gpuq.backends.slurm.merge import merge_history
-from gpuq.backends.slurm.preview import predict_preemption
-from gpuq.backends.slurm.pyslurm_read import jobs_from_pyslurm, load_pyslurm
 from gpuq.backends.slurm.runner import Runner
 from gpuq.backends.slurm.sacct import AcctRecord, parse_sacct_parsable
 from gpuq.backends.slurm.text import (
     apply_details,
-    count_holding,
+    count_holding_jobs,
     parse_scontrol_detail,
     parse_scontrol_jobs,
     parse_sinfo_nodes,
@@ -83,6 +86,9 @@ class SlurmBackend(Backend):
         history_s: float = 86400.0,
         graceful_wait_s: float = 30.0,
         config_ttl_s: float = 60.0,
+        history_ttl_s: float = 15.0,
+        persist: bool = True,
+        cache_dir: str | Path | None = None,
     ) -> None:
         self.runner = Runner(cluster, timeout_s)
         self.cluster = cluster or ""
@@ -90,9 +96,15 @@ class SlurmBackend(Backend):
         self.urgent_qos = urgent_qos or os.environ.get("GPUQ_SLURM_URGENT_QOS") or None
         self.exempt_qos = exempt_qos or os.environ.get("GPUQ_SLURM_EXEMPT_QOS") or None
         self.graceful_wait_s = graceful_wait_s
-        self.history_cache = HistoryCache(history_s)
+        self.history_cache = HistoryCache(history_s, history_ttl_s)
         self._config_ttl_s = config_ttl_s
         self._config: PreemptConfig | None = None
+        # What the config was built from (saved to disk): read_at (epoch), show, partitions, qos.
+        self._config_src: dict[str, Any] | None = None
+        self._disk = SlurmDiskCache(cluster or "", Path(cache_dir) if cache_dir else None) if persist else None
+        self._disk_loaded = False
+        self._disk_lock = threading.Lock()
+        self._show_lock = threading.Lock()
         self._show: tuple[float, dict[str, str]] | None = None
         self._pyslurm: Any = None  # module, False (unusable), or None (not looked for yet)
         #: which reader produced the last snapshot's jobs: "cli" or "pyslurm"
@@ -112,15 +124,18 @@ class SlurmBackend(Backend):
 
     def show_config(self, *, fresh: bool = False) -> dict[str, str]:
         """``scontrol show config`` (fast: slurmctld answers from memory); cached like the rest."""
-        cached = self._show
-        if cached is not None and not fresh and time.monotonic() - cached[0] < self._config_ttl_s:
-            return cached[1]
-        text = self.runner.run(["scontrol", "show", "config"])
-        show = self._parse("scontrol show config", lambda: parse_show_config(text))
-        if not self.cluster:
-            self.cluster = show.get("ClusterName", "") or "slurm"
-        self._show = (time.monotonic(), show)
-        return show
+        if not fresh:
+            self._load_disk()
+        with self._show_lock:  # a snapshot asks from several threads at once: read it once
+            cached = self._show
+            if cached is not None and not fresh and time.monotonic() - cached[0] < self._config_ttl_s:
+                return cached[1]
+            text = self.runner.run(["scontrol", "show", "config"])
+            show = self._parse("scontrol show config", lambda: parse_show_config(text))
+            if not self.cluster:
+                self.cluster = show.get("ClusterName", "") or "slurm"
+            self._show = (time.monotonic(), show)
+            return show
 
     def _read_qos(self) -> str | None:
         try:
@@ -129,26 +144,37 @@ class SlurmBackend(Backend):
             return None  # decided below: an error only matters when accounting is in use
 
     def preempt_config(self, *, fresh: bool = False) -> PreemptConfig:
-        """PreemptType/Mode/Parameters/ExemptTime, QOS and partitions; cached for a minute.
+        """PreemptType/Mode/Parameters/ExemptTime, QOS and partitions; cached for ``config_ttl_s``
+        (in this process and, with ``persist``, between invocations).
 
         The three reads run side by side: sacctmgr goes through slurmdbd, the slowest hop.
         """
+        if not fresh:
+            self._load_disk()
         now = time.monotonic()
         if self._config is not None and not fresh and now - self._config_at < self._config_ttl_s:
             return self._config
+        read_at = time.time()
         with ThreadPoolExecutor(max_workers=3) as pool:
             f_show = pool.submit(self.show_config, fresh=fresh)
             f_parts = pool.submit(self.runner.run, ["scontrol", "show", "partition", "-o"])
             f_qos = pool.submit(self._read_qos)
             show, parts_text, qos_text = f_show.result(), f_parts.result(), f_qos.result()
+        if "slurmdbd" in show.get("AccountingStorageType", "") and qos_text is None:
+            # accounting is on: its error is the operator's problem to see
+            qos_text = self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(QOS_FIELDS)])
+        cfg = self._build_config(show, parts_text, qos_text)
+        self._config, self._config_at = cfg, now
+        self._config_src = {"read_at": read_at, "show": show, "partitions": parts_text, "qos": qos_text}
+        return cfg
+
+    def _build_config(self, show: Mapping[str, str], parts_text: str, qos_text: str | None) -> PreemptConfig:
         parts = self._parse("scontrol show partition -o", lambda: parse_partitions(parts_text))
         qos: dict[str, Any] = {}
-        if "slurmdbd" in show.get("AccountingStorageType", ""):
-            if qos_text is None:  # accounting is on: its error is the operator's problem to see
-                qos_text = self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(QOS_FIELDS)])
+        if "slurmdbd" in show.get("AccountingStorageType", "") and qos_text is not None:
             text = qos_text
             qos = self._parse("sacctmgr show qos", lambda: parse_qos(text))
-        cfg = PreemptConfig(
+        return PreemptConfig(
             preempt_type=show.get("PreemptType", "preempt/none"),
             preempt_mode=show.get("PreemptMode", "OFF"),
             preempt_parameters=_unset(show.get("PreemptParameters", "")),
@@ -159,8 +185,55 @@ class SlurmBackend(Backend):
             qos=qos,
             partitions=parts,
         )
-        self._config, self._config_at = cfg, now
-        return cfg
+
+    # ------------------------------------------------------------------ the cache on disk
+    def _load_disk(self) -> None:
+        """Once per backend: adopt what an earlier invocation read, where still valid."""
+        if self._disk is None or self._disk_loaded:
+            return
+        with self._disk_lock:
+            if self._disk_loaded:
+                return
+            parts = self._disk.load()
+            src = parts.get("config")
+            if src is not None and self._config is None:
+                self._adopt_config(src)
+            hist = parts.get("history")
+            if hist is not None and self.history_cache.read_until is None:
+                self.history_cache.load_json(hist)
+            self._disk_loaded = True
+
+    def _adopt_config(self, src: Mapping[str, Any]) -> None:
+        try:
+            age = time.time() - float(src["read_at"])
+            show, parts_text, qos_text = src["show"], src["partitions"], src["qos"]
+            if not (0 <= age < self._config_ttl_s and isinstance(show, dict) and isinstance(parts_text, str)):
+                return
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in show.items()):
+                return
+            if qos_text is not None and not isinstance(qos_text, str):
+                return
+            if "slurmdbd" in show.get("AccountingStorageType", "") and qos_text is None:
+                return
+            cfg = self._build_config(show, parts_text, qos_text)
+        except (GpuqError, KeyError, TypeError, ValueError):
+            return  # a corrupt cache is read again from the cluster
+        at = time.monotonic() - age
+        self._show = (at, show)
+        self._config, self._config_at, self._config_src = cfg, at, dict(src)
+        if not self.cluster:
+            self.cluster = show.get("ClusterName", "") or "slurm"
+
+    def _save_disk(self) -> None:
+        if self._disk is None:
+            return
+        parts: dict[str, Any] = {}
+        if self._config_src is not None:
+            parts["config"] = self._config_src
+        if self.history_cache.read_until is not None:
+            parts["history"] = self.history_cache.to_json()
+        if parts:
+            self._disk.save(parts)
 
     def _class_key(self, cfg: PreemptConfig) -> str:
         return "partition" if cfg.by_partition else "qos"
@@ -206,21 +279,27 @@ class SlurmBackend(Backend):
         if via_pyslurm is not None:
             return via_pyslurm
         self.read_path = "cli"
+        # The squeue lines are parsed while squeue still prints them; that needs the class key
+        # first (from the config, usually cached), and the GPU indexes come after, from scontrol.
+        key = class_key_of()
         try:
-            text = self.runner.run(["squeue", "-h", "-a", squeue_format_arg()])
-            extended = True
+            read: QueueRead = self.runner.stream(
+                ["squeue", "-h", "-a", squeue_format_arg()],
+                lambda lines: self._parse("squeue --Format", lambda: parse_squeue_format(lines, key)),
+            )
         except Refused as exc:
             if "Invalid job format specification" not in str(exc):
                 raise
+            # An older squeue without AdminComment/RestartCnt: they come from the full detail read.
             text = self.runner.run(["squeue", "-h", "-a", squeue_format_arg(extended=False)])
-            extended = False
-        key = class_key_of()
-        if not extended or count_holding(text) > DETAIL_ONE_BY_ONE_MAX:
-            # Many jobs hold GPUs (or squeue lacks the extra fields): one full detail read, one pass.
             full = self.runner.run(["scontrol", "show", "job", "-d", "-o"])
             details = self._parse("scontrol show job -d -o", lambda: parse_scontrol_detail(full))
             return self._parse("squeue --Format", lambda: parse_squeue_format(text, key, details))
-        read: QueueRead = self._parse("squeue --Format", lambda: parse_squeue_format(text, key))
+        if count_holding_jobs(read) > DETAIL_ONE_BY_ONE_MAX:
+            # Many jobs hold GPUs: one full detail read is cheaper than one read per job.
+            full = self.runner.run(["scontrol", "show", "job", "-d", "-o"])
+            details = self._parse("scontrol show job -d -o", lambda: parse_scontrol_detail(full))
+            return apply_details(read, details, every_holding=True)
         if not read.needs_detail:
             return read
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -234,6 +313,8 @@ class SlurmBackend(Backend):
         """Jobs through pyslurm when it matches the cluster's release (and no -M is asked for)."""
         if self.runner.cluster:
             return None
+        from gpuq.backends.slurm.pyslurm_read import jobs_from_pyslurm, load_pyslurm
+
         if self._pyslurm is None:
             self._pyslurm = load_pyslurm(self.show_config().get("SLURM_VERSION", "")) or False
         module = self._pyslurm
@@ -256,6 +337,8 @@ class SlurmBackend(Backend):
 
     def snapshot(self) -> Snapshot:
         taken_at = time.time()
+        self._load_disk()
+        config_before, history_reads = self._config_src, self.history_cache.reads
         sinfo_cmd = ["sinfo", "-h", "-N", sinfo_format_arg()]
         # The reads are independent: run them side by side (wall time ~ the slowest one).
         with ThreadPoolExecutor(max_workers=5) as pool:
@@ -279,6 +362,8 @@ class SlurmBackend(Backend):
         jobs, events = merge_history(read.jobs, records, key, modes)
         self._raw_ids = read.raw_ids
         self.restarts = read.restarts
+        if self._config_src is not config_before or self.history_cache.reads != history_reads:
+            self._save_disk()
         return Snapshot(
             cluster=self.cluster,
             backend=self.name,
@@ -342,10 +427,13 @@ class SlurmBackend(Backend):
             expected = {k: expected[k] for k in keys}
         if dry_run:
             return ActionResult(action, job_id, True, before, expected, argvs, tuple(warnings), "dry run: nothing ran")
-        for i, cmd in enumerate(commands):
-            if between is not None and i > 0:
-                between(i)
-            self.runner.run(cmd, what=job_id)
+        try:
+            for i, cmd in enumerate(commands):
+                if between is not None and i > 0:
+                    between(i)
+                self.runner.run(cmd, what=job_id)
+        finally:
+            self._expire_history()
         try:
             job, admin = self.read_job(job_id)
             # A requeued or cancelled job passes through COMPLETING: report where it lands.
@@ -359,6 +447,15 @@ class SlurmBackend(Backend):
         except NotFound:
             after = {"state": "gone"}
         return ActionResult(action, job_id, False, before, after, argvs, tuple(warnings))
+
+    def _expire_history(self) -> None:
+        """After a change to the cluster the next snapshot asks sacct again (incrementally), so a
+        preemption gpuq just made is not hidden by the history TTL."""
+        if self.history_cache.fresh_at is None and self._disk is None:
+            return
+        self._load_disk()
+        self.history_cache.expire()
+        self._save_disk()
 
     def bump(self, job_id: str, *, priority: int | None, urgent: bool, reason: str, dry_run: bool) -> ActionResult:
         job, _ = self.read_job(job_id)
@@ -495,6 +592,8 @@ class SlurmBackend(Backend):
 
     # ------------------------------------------------------------------ preview
     def native_preview(self, snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None:
+        from gpuq.backends.slurm.preview import predict_preemption
+
         cfg = self.preempt_config()
         return predict_preemption(
             snapshot, request, cfg, snapshot.taken_at, urgent_qos=self.urgent_qos, raw_ids=self._raw_ids

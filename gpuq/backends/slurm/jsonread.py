@@ -30,9 +30,10 @@ from gpuq.backends.slurm.jobs import (
     map_state,
     parse_admin_comment,
 )
+from gpuq.backends.slurm.text import gpu_state, map_node_state
 from gpuq.backends.slurm.values import epoch_or_none, expand_hostlist, json_number
 from gpuq.backends.slurm.version import SlurmVersion, version_from_meta
-from gpuq.model import Job, JobState, Node, NodeState
+from gpuq.model import Job, JobState, Node
 
 __all__ = ["load_json", "map_node_state", "parse_jobs_json", "parse_sinfo_json"]
 
@@ -135,30 +136,6 @@ def parse_jobs_json(data: Mapping[str, Any], class_key: ClassKey) -> QueueRead:
 
 # Running jobs carry a projected end (start + time limit, or far future); it is not an end.
 _NO_END = frozenset({JobState.RUNNING, JobState.SUSPENDED})
-
-
-def map_node_state(names: list[str] | str) -> NodeState:
-    """Slurm node state(s) -> NodeState; flags DRAIN/DOWN/FAIL win over the base state."""
-    flags = {n.upper().rstrip("*~#!%$@^-+") for n in ([names] if isinstance(names, str) else names)}
-    text = " ".join(sorted(flags))
-    if "DRAIN" in text:
-        return NodeState.DRAIN
-    if any(word in text for word in ("DOWN", "FAIL", "NOT_RESPONDING", "UNKNOWN", "FUTURE", "POWERED_DOWN")):
-        return NodeState.DOWN
-    if "MIX" in text:
-        return NodeState.MIXED
-    if "ALLOC" in text or "COMPLETING" in text:
-        return NodeState.ALLOCATED
-    return NodeState.IDLE
-
-
-def gpu_state(base: NodeState, total: int, used: int | None) -> NodeState:
-    """For usable nodes, idle/mixed/allocated by GPUs (what gpuq schedules), not by CPUs."""
-    if not base.takes_work or used is None or total == 0:
-        return base
-    if used == 0:
-        return NodeState.IDLE
-    return NodeState.ALLOCATED if used >= total else NodeState.MIXED
 
 
 def parse_sinfo_json(data: Mapping[str, Any]) -> list[Node]:

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import IO, TypeVar
 
 from gpuq.errors import GpuqError, NotFound, PermissionDenied, Refused, Unreachable
 
 __all__ = ["Runner", "controller_address"]
+
+T = TypeVar("T")
 
 #: Commands that accept ``-M/--clusters`` (sacctmgr does not: QOS are shared by the database).
 _TAKES_CLUSTER = frozenset({"squeue", "sinfo", "sacct", "scontrol", "scancel", "sbatch"})
@@ -94,6 +99,67 @@ class Runner:
             raise self.error(argv, proc.stderr.strip() or proc.stdout.strip(), what)
         return proc.stdout
 
+    def stream(
+        self,
+        args: Sequence[str],
+        consume: Callable[[Iterable[str]], T],
+        *,
+        timeout_s: float | None = None,
+        what: str = "",
+    ) -> T:
+        """Like `run`, but ``consume`` gets stdout's lines while the command still writes them (a
+        9,500-job ``squeue`` spends ~30 ms printing: parsing overlaps it). Errors are mapped as in
+        `run`, and a failed command's error wins over whatever ``consume`` made of its output."""
+        argv = self.argv(args)
+        shown = " ".join(argv[:4]) + (" ..." if len(argv) > 4 else "")
+        limit = timeout_s or self.timeout_s
+        try:
+            # Its own process group, so a hung command is killed with any child holding the pipe.
+            proc = subprocess.Popen(  # noqa: S603 - an argument list, never a shell
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+            )
+        except FileNotFoundError:
+            raise Unreachable(f"`{argv[0]}` not found: is the Slurm client installed and on PATH?") from None
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            _kill_group(proc)
+
+        timer = threading.Timer(limit, kill)
+        timer.daemon = True
+        errors: list[bytes] = []
+        assert proc.stdout is not None and proc.stderr is not None  # noqa: S101 - both are pipes
+        err_stream = proc.stderr
+        reader = threading.Thread(target=lambda: errors.append(err_stream.read()), daemon=True)
+        timer.start()
+        reader.start()
+        failure: Exception | None = None
+        result: T | None = None
+        try:
+            try:
+                result = consume(_lines(proc.stdout))
+            except Exception as exc:  # noqa: BLE001 - raised below, unless the command failed
+                failure = exc
+                proc.stdout.read()  # let it finish writing (or be killed by the timer)
+            proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                _kill_group(proc)
+                proc.wait()
+            reader.join()
+            proc.stdout.close()
+            proc.stderr.close()
+        if timed_out.is_set():
+            raise Unreachable(f"`{shown}` did not answer within {limit:g}s; is slurmctld at {controller_address()} up?")
+        if proc.returncode != 0:
+            stderr = b"".join(errors).decode(errors="replace").strip()
+            raise self.error(argv, stderr or f"exit status {proc.returncode} from {argv[0]}", what)
+        if failure is not None:
+            raise failure
+        return result  # type: ignore[return-value]
+
     def error(self, argv: Sequence[str], message: str, what: str = "") -> GpuqError:
         shown = " ".join(argv[:4]) + (" ..." if len(argv) > 4 else "")
         first = message.splitlines()[0] if message else f"exit status non-zero from {argv[0]}"
@@ -108,3 +174,30 @@ class Runner:
         if any(text in message for text in _UNREACHABLE):
             return Unreachable(f"slurmctld at {controller_address()} is unreachable (`{shown}`: {first})")
         return Refused(f"`{shown}` failed: {first}")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+
+
+def _lines(stdout: IO[bytes]) -> Iterator[str]:
+    """Lines of a byte stream as they arrive, decoded as `run` decodes (replacing bad bytes) and
+    split as ``str.splitlines`` splits the whole text (cut at ``\\n``, which no UTF-8 sequence holds)."""
+    rest = b""
+    read = stdout.read1  # type: ignore[attr-defined]
+    while True:
+        chunk = read(1 << 16)
+        if not chunk:
+            break
+        chunk = rest + chunk
+        cut = chunk.rfind(b"\n")
+        if cut < 0:
+            rest = chunk
+            continue
+        rest = chunk[cut + 1 :]
+        yield from chunk[: cut + 1].decode(errors="replace").splitlines()
+    if rest:
+        yield from rest.decode(errors="replace").splitlines()

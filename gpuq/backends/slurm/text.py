@@ -9,7 +9,7 @@ jobs that hold GPUs, were requeued or carry an AdminComment; the rest are skippe
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -31,9 +31,8 @@ from gpuq.backends.slurm.jobs import (
     map_state,
     parse_admin_comment,
 )
-from gpuq.backends.slurm.jsonread import gpu_state, map_node_state
 from gpuq.backends.slurm.values import TIME_CACHE, expand_hostlist, text_time
-from gpuq.model import Job, JobState, Node
+from gpuq.model import Job, JobState, Node, NodeState
 
 __all__ = [
     "DELIM",
@@ -46,6 +45,9 @@ __all__ = [
     "sinfo_format_arg",
     "apply_details",
     "count_holding",
+    "count_holding_jobs",
+    "gpu_state",
+    "map_node_state",
     "parse_squeue_format",
     "scontrol_records",
     "squeue_format_arg",
@@ -131,8 +133,11 @@ if Job._fields[: len(_JOB_PREFIX)] != _JOB_PREFIX:  # pragma: no cover - guards 
     raise ImportError("gpuq.model.Job fields changed; update gpuq.backends.slurm.text")
 
 
-def parse_squeue_format(text: str, class_key: ClassKey, details: dict[str, JobDetail] | None = None) -> QueueRead:
-    """Parse ``squeue -h --Format`` output (see `squeue_format_arg`). Raises ValueError on a bad line.
+def parse_squeue_format(
+    text: str | Iterable[str], class_key: ClassKey, details: dict[str, JobDetail] | None = None
+) -> QueueRead:
+    """Parse ``squeue -h --Format`` output (see `squeue_format_arg`), the whole text or its lines
+    as they arrive (`Runner.stream`). Raises ValueError on a bad line.
 
     Jobs holding GPUs get per-node indexes from `details` (``scontrol show job -d``); without them
     their indexes are unknown (None) and their numeric ids are listed in ``needs_detail``.
@@ -144,7 +149,8 @@ def parse_squeue_format(text: str, class_key: ClassKey, details: dict[str, JobDe
     times = _TIME_CACHE
     append = out.jobs.append
     raw_ids = out.raw_ids
-    for lineno, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines() if isinstance(text, str) else text
+    for lineno, line in enumerate(lines, 1):
         if not line or line.startswith("CLUSTER: "):  # -M prints a header per cluster
             continue
         f = line.split(DELIM)
@@ -222,22 +228,36 @@ def parse_squeue_format(text: str, class_key: ClassKey, details: dict[str, JobDe
     return out
 
 
-def apply_details(read: QueueRead, details: dict[str, JobDetail]) -> QueueRead:
-    """Fill in GPU indexes for the jobs listed in ``needs_detail`` (a second, targeted read)."""
-    if not details or not read.needs_detail:
+def apply_details(read: QueueRead, details: dict[str, JobDetail], *, every_holding: bool = False) -> QueueRead:
+    """Fill in GPU indexes for the jobs listed in ``needs_detail`` (a second, targeted read), or,
+    with ``every_holding``, for every job holding its allocation that `details` has indexes for
+    (what `parse_squeue_format` does when given the details up front)."""
+    if not details or not (read.needs_detail or every_holding):
         return read
-    wanted = {raw for raw in read.needs_detail if raw in details and details[raw].allocation}
+    if every_holding:
+        wanted = {
+            read.raw_ids[j.id]
+            for j in read.jobs
+            if j.state in _HOLDING and read.raw_ids[j.id] in details and details[read.raw_ids[j.id]].allocation
+        }
+    else:
+        wanted = {raw for raw in read.needs_detail if raw in details and details[raw].allocation}
     if not wanted:
         return read
     raw_ids = read.raw_ids
     jobs = read.jobs
     for i, job in enumerate(jobs):
         raw = raw_ids[job.id]
-        if raw in wanted:
+        if raw in wanted and job.state in _HOLDING:
             alloc = details[raw].allocation
             jobs[i] = job._replace(allocation=MappingProxyType(alloc), gpus=sum(len(v) for v in alloc.values()))
     read.needs_detail = [r for r in read.needs_detail if r not in wanted]
     return read
+
+
+def count_holding_jobs(read: QueueRead) -> int:
+    """How many parsed jobs hold their allocation (running, suspended, completing)."""
+    return sum(j.state in _HOLDING for j in read.jobs)
 
 
 def count_holding(text: str) -> int:
@@ -401,7 +421,8 @@ def sinfo_format_arg() -> str:
 def parse_sinfo_nodes(text: str) -> list[Node]:
     """Nodes from ``sinfo -h -N --Format`` (a node appears once per partition: deduplicated)."""
     nodes: dict[str, Node] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines() if isinstance(text, str) else text
+    for lineno, line in enumerate(lines, 1):
         if not line or line.startswith("CLUSTER: "):
             continue
         f = line.split(DELIM)
@@ -416,3 +437,27 @@ def parse_sinfo_nodes(text: str) -> list[Node]:
         state = gpu_state(base, total, len(used_idx) if used_idx is not None else None)
         nodes[name] = Node(name, total, gpu_model(gres), state)
     return list(nodes.values())
+
+
+def map_node_state(names: list[str] | str) -> NodeState:
+    """Slurm node state(s) -> NodeState; flags DRAIN/DOWN/FAIL win over the base state."""
+    flags = {n.upper().rstrip("*~#!%$@^-+") for n in ([names] if isinstance(names, str) else names)}
+    text = " ".join(sorted(flags))
+    if "DRAIN" in text:
+        return NodeState.DRAIN
+    if any(word in text for word in ("DOWN", "FAIL", "NOT_RESPONDING", "UNKNOWN", "FUTURE", "POWERED_DOWN")):
+        return NodeState.DOWN
+    if "MIX" in text:
+        return NodeState.MIXED
+    if "ALLOC" in text or "COMPLETING" in text:
+        return NodeState.ALLOCATED
+    return NodeState.IDLE
+
+
+def gpu_state(base: NodeState, total: int, used: int | None) -> NodeState:
+    """For usable nodes, idle/mixed/allocated by GPUs (what gpuq schedules), not by CPUs."""
+    if not base.takes_work or used is None or total == 0:
+        return base
+    if used == 0:
+        return NodeState.IDLE
+    return NodeState.ALLOCATED if used >= total else NodeState.MIXED

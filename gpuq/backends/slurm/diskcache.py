@@ -1,0 +1,100 @@
+"""What a Slurm backend keeps between gpuq invocations: ``$XDG_CACHE_HOME/gpuq/slurm-<key>.json``.
+
+Each ``gpuq`` command is a new process, so the in-process caches (the preemption set-up, the
+sacct time window) would start empty every time and every ``gpuq queue`` would pay two slurmdbd
+round trips (``sacctmgr show qos``, ``sacct``). This file keeps them:
+
+- ``config``: the ``scontrol show config`` keys and the ``scontrol show partition -o`` /
+  ``sacctmgr show qos`` texts, with when they were read (valid for the backend's ``config_ttl_s``);
+- ``history``: the sacct records of the window and when it was read (`HistoryCache.to_json`).
+
+One file per cluster: the key is the ``-M`` cluster name and the absolute ``SLURM_CONF`` path;
+the file also records slurm.conf's size and modification time, and anything read under another
+slurm.conf (edited, or a lab switched between set-ups) is dropped. The file is written whole to a
+temporary file and renamed over the old one, so a reader sees the old or the new file, never half
+of one; a missing, unreadable or corrupt file is simply read again from the cluster. Nothing in
+it is ever used to act on a job: actions re-read the job itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+from gpuq import locations
+
+__all__ = ["FORMAT", "SlurmDiskCache", "slurm_conf_path"]
+
+#: Bumped when the layout changes; a file of another format is ignored.
+FORMAT = "gpuq.slurm-cache/v1"
+
+
+def slurm_conf_path() -> str:
+    """The slurm.conf the Slurm CLIs will read (``SLURM_CONF``, else the default path)."""
+    return os.path.abspath(os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf")
+
+
+def _conf_stamp(conf: str) -> list[int]:
+    try:
+        st = os.stat(conf)
+    except OSError:
+        return [-1, -1]
+    return [st.st_size, st.st_mtime_ns]
+
+
+class SlurmDiskCache:
+    """One cluster's cache file. ``load`` never raises; ``save`` never raises either (a read-only
+    home or a full disk only costs speed)."""
+
+    def __init__(self, cluster: str, directory: Path | None = None) -> None:
+        self.conf = slurm_conf_path()
+        # A short name; the file itself records the cluster and path, so a collision is a miss.
+        name = cluster + "\0" + self.conf
+        key = f"{zlib.crc32(name.encode()):08x}"
+        self.path = (directory or locations.cache_dir()) / f"slurm-{key}.json"
+        self.cluster = cluster
+
+    def load(self) -> dict[str, Any]:
+        """The parts (``config``, ``history``) still valid for this slurm.conf; {} if none."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            return {}
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != FORMAT
+            or data.get("cluster") != self.cluster
+            or data.get("conf") != self.conf
+            or data.get("conf_stamp") != _conf_stamp(self.conf)
+        ):
+            return {}
+        return {k: v for k, v in data.items() if k in ("config", "history") and isinstance(v, dict)}
+
+    def save(self, parts: dict[str, Any]) -> bool:
+        """Write ``parts`` atomically (temporary file + rename); False if it could not be written."""
+        data = {
+            "format": FORMAT,
+            "cluster": self.cluster,
+            "conf": self.conf,
+            "conf_stamp": _conf_stamp(self.conf),
+            **parts,
+        }
+        import tempfile  # only when writing (not every invocation writes)
+
+        tmp = ""
+        try:
+            locations.ensure_dir(self.path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, separators=(",", ":"))
+            os.replace(tmp, self.path)
+            return True
+        except (OSError, TypeError, ValueError):
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            return False
