@@ -5,7 +5,7 @@
 
 1. Seed comparison: the same 5,000 one-GPU jobs (whole-second submit times and durations,
    priorities 0-100, distinct submit times so the seed demo does not crash on ties) on 128 GPUs:
-   `seed_demo_baseline.preemptive_schedule(jobs, gpu_count=128, dt=1)` against gpuq's simulator
+   `seed_demo.preemptive_schedule(jobs, gpu_count=128, dt=1)` (tests/fixtures/seed_demo.py) against gpuq's simulator
    with the equivalent lossless policy (graceful preemption, no grace period, Δ = 0). Two sets of
    durations: 10 min-4 h (typical GPU jobs) and 1 min-1 h. A time-stepped loop costs GPUs ×
    makespan / dt, the event heap only events, so the gap grows with job length.
@@ -25,10 +25,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+# The seed's demo is kept once, as the fixture the equivalence test runs.
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 
-import seed_demo_baseline  # noqa: E402
+import seed_demo  # noqa: E402
 
 from gpuq.model import JobClass  # noqa: E402
 from gpuq.policy.config import Mode, Policy  # noqa: E402
@@ -51,9 +53,9 @@ def comparison_jobs(seed: int, count: int, span: int, shortest: int, longest: in
 
 
 def run_seed(specs: list[JobSpec], gpus: int) -> tuple[float, int]:
-    jobs = [seed_demo_baseline.Job(s.id, s.priority, s.submit_time, s.duration_s) for s in specs]
+    jobs = [seed_demo.Job(s.id, s.priority, s.submit_time, s.duration_s) for s in specs]
     t = time.perf_counter()
-    timeline = seed_demo_baseline.preemptive_schedule(jobs, gpu_count=gpus, dt=1)
+    timeline = seed_demo.preemptive_schedule(jobs, gpu_count=gpus, dt=1)
     return time.perf_counter() - t, len(timeline)
 
 
