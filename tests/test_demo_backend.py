@@ -183,6 +183,8 @@ def test_reset_and_corrupt_state_start_a_fresh_cluster(tmp_path: Path) -> None:
     assert backend.snapshot() == fresh
     (tmp_path / "demo-demo.json").write_text("{not json")
     assert backend.snapshot() == fresh
+    # The unreadable file is kept aside, not silently lost.
+    assert (tmp_path / "demo-demo.json.unreadable").read_text() == "{not json"
 
 
 def test_concurrent_calls_do_not_lose_actions(tmp_path: Path) -> None:

@@ -113,10 +113,18 @@ class DemoBackend(Backend):
         except FileNotFoundError:
             return None
         except (OSError, UnicodeDecodeError, ValueError):
-            return None  # unreadable or corrupt: start a fresh cluster rather than fail every command
+            raw = None
         if not isinstance(raw, dict) or raw.get("format") != STATE_FORMAT:
+            # Unreadable, corrupt or another version: start a fresh cluster rather than fail every
+            # command, but keep the old file beside it so nothing is silently thrown away.
+            self._set_aside()
             return None
         return raw
+
+    def _set_aside(self) -> None:
+        # If even the rename fails, the fresh state written next replaces the file.
+        with contextlib.suppress(OSError):
+            os.replace(self.state_path, self.state_path.with_name(self.state_path.name + ".unreadable"))
 
     def _save(self, sim: Simulator, seed: int, speed: float, wall: float) -> None:
         state = {
