@@ -190,50 +190,34 @@ class _Context:
         """(cost, unprotected) for a running job, without building a _Victim."""
         found = self.quick.get(job.id)
         if found is None:
-            v = self.victims.get(job.id)
-            if v is not None:
-                found = (v.cost, v.protected is None)
+            policy = self.policy
+            priority = self.running_priority(job)
+            cost = policy.lost_work_weight * gpu_seconds_lost(job, policy, self.now)
+            if policy.priority_weight:
+                cost += policy.priority_weight * priority
+            if job.exempt_until is None and self.fast_rules and self.cls(job.job_class).preemptible:
+                # Only the priority gap can protect it; the reason's sentence is built later,
+                # for the few protected jobs a plan lists.
+                ok = self.requester_priority - priority > policy.delta
             else:
-                policy = self.policy
-                priority = self.running_priority(job)
-                cost = policy.lost_work_weight * gpu_seconds_lost(job, policy, self.now)
-                if policy.priority_weight:
-                    cost += policy.priority_weight * priority
-                if job.exempt_until is None and self.fast_rules and self.cls(job.job_class).preemptible:
-                    # Only the priority gap can protect it; the reason's sentence is built later,
-                    # for the few protected jobs a plan lists.
-                    ok = self.requester_priority - priority > policy.delta
-                else:
-                    ok = protection(job, self.cls(job.job_class), self.requester_priority, policy, self.now) is None
-                found = (cost, ok)
-            self.quick[job.id] = found
+                ok = protection(job, self.cls(job.job_class), self.requester_priority, policy, self.now) is None
+            found = self.quick[job.id] = (cost, ok)
         return found
 
     def victim(self, job: Job) -> _Victim:
-        """Numbers for a running job, computed once; the common case is inlined because a
-        preview on a 10,000-node cluster looks at tens of thousands of running jobs."""
+        """A running job as a candidate, built once; cost and protection come from
+        `quick_numbers`, and the protection's sentence only when it is protected."""
         found = self.victims.get(job.id)
         if found is None:
-            cls = self.cls(job.job_class)
-            policy = self.policy
-            lost = gpu_seconds_lost(job, policy, self.now)
-            priority = self.running_priority(job)
-            cost = policy.lost_work_weight * lost
-            if policy.priority_weight:
-                cost += policy.priority_weight * priority
-            unprotected_fast = (
-                job.exempt_until is None
-                and self.fast_rules
-                and self.requester_priority - priority > policy.delta
-                and cls.preemptible
-            )
+            cost, unprotected = self.quick_numbers(job)
             found = _Victim(
                 job=job,
                 cost=cost,
-                lost=lost,
-                priority=priority,
-                protected=None if unprotected_fast
-                else protection(job, cls, self.requester_priority, policy, self.now),
+                lost=gpu_seconds_lost(job, self.policy, self.now),
+                priority=self.running_priority(job),
+                protected=None
+                if unprotected
+                else protection(job, self.cls(job.job_class), self.requester_priority, self.policy, self.now),
                 on_node={node: len(idx) for node, idx in job.allocation.items()},
             )
             self.victims[job.id] = found
