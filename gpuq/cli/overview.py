@@ -29,6 +29,7 @@ __all__ = ["overview", "overview_document"]
 def overview_document(app: App, snapshot: Snapshot, top: int) -> dict[str, Any]:
     """The overview as data; tables and JSON both render this."""
     from gpuq.policy.engine import free_gpus, plan_preemption, request_for_job
+    from gpuq.policy.explain import pending_order
 
     cluster = app.cluster
     now = cluster.now(snapshot)
@@ -39,9 +40,7 @@ def overview_document(app: App, snapshot: Snapshot, top: int) -> dict[str, Any]:
     states = Counter(job.state.value for job in snapshot.jobs)
     sla = cluster.sla(snapshot, None)
     pending = [j for j in snapshot.jobs if j.state is JobState.PENDING]
-    ranked = sorted(
-        pending, key=lambda j: (-cluster.effective_priority(snapshot, j), j.queued_since, j.id)
-    )[:top]
+    ranked = sorted(pending, key=pending_order(snapshot, cluster.policy, now))[:top]
     top_pending = []
     for job in ranked:
         # gpuq's own plan only: asking the native scheduler five times would make this screen slow.

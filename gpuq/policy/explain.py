@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-from gpuq.model import Job, JobState, Snapshot
+from collections.abc import Callable
+
+from gpuq.model import Job, JobClass, JobState, Snapshot
 from gpuq.policy.config import Policy
 from gpuq.policy.engine import Plan, class_of, plan_preemption, request_for_job
 from gpuq.policy.rules import effective_priority
 from gpuq.timefmt import format_duration
 
-__all__ = ["pending_reasons", "queue_position"]
+__all__ = ["pending_order", "pending_reasons", "queue_position"]
+
+
+def pending_order(snapshot: Snapshot, policy: Policy, now: float) -> Callable[[Job], tuple[float, float, str]]:
+    """Sort key of the pending queue: higher effective priority first, then earlier, then id."""
+    classes: dict[str, JobClass] = {}
+
+    def key(j: Job) -> tuple[float, float, str]:
+        cls = classes.get(j.job_class) or classes.setdefault(j.job_class, class_of(snapshot, policy, j.job_class))
+        return (-effective_priority(j, cls, policy, now), j.queued_since, j.id)
+
+    return key
 
 
 def queue_position(snapshot: Snapshot, policy: Policy, job: Job, now: float) -> int:
-    """How many pending jobs are ahead of `job` (higher effective priority, then earlier)."""
-    def key(j: Job) -> tuple[float, float, str]:
-        return (-effective_priority(j, class_of(snapshot, policy, j.job_class), policy, now), j.queued_since, j.id)
-
+    """How many pending jobs are ahead of `job` in `pending_order`."""
+    key = pending_order(snapshot, policy, now)
     mine = key(job)
     return sum(1 for j in snapshot.jobs if j.is_pending and j.id != job.id and key(j) < mine)
 
