@@ -243,18 +243,18 @@ def _requester_priority(
     without_urgency = effective_priority(as_job, cls, policy, now)
     if not request.urgent:
         return without_urgency
-    quota = policy.tenant_urgent_quota(request.tenant or "")
-    if quota > 0:
+    tenant = request.tenant or ""
+    if policy.tenant_urgent_quota(tenant) > 0:
         held = sum(
             j.gpus
             for j in snapshot.jobs
             if j.urgent and j.holds_gpus and j.tenant == request.tenant and j.id != request.job_id
         )
-        if held + request.gpus > quota:
+        if policy.exceeds_urgent_quota(tenant, held, request.gpus):
             notes.append(
                 f"tenant {request.tenant} already holds {held} urgent GPUs; {request.gpus} more exceed "
-                f"its urgent quota of {quota}, so the request counts at priority {without_urgency:g}, "
-                "not as urgent"
+                f"its urgent quota of {policy.tenant_urgent_quota(tenant)}, so the request counts at "
+                f"priority {without_urgency:g}, not as urgent"
             )
             return without_urgency
     return float(policy.urgent_priority)

@@ -509,18 +509,16 @@ class Simulator:
 
     def _requester_ep(self, head: SimJob, now: float) -> float:
         """The head's priority as the engine counts it: urgency only within the tenant's quota."""
-        if head.urgent:
-            quota = self.policy.tenant_urgent_quota(head.tenant)
-            if quota > 0:
-                held = sum(j.gpus for j in self._running.values() if j.urgent and j.tenant == head.tenant)
-                if held + head.gpus > quota:
-                    info = self._cinfo[head.cls]
-                    ep = float(head.priority)
-                    if info.max_wait is not None:
-                        overdue = now - head.qs - info.max_wait
-                        if overdue > 0:
-                            ep += self.policy.aging_rate(head.cls) * overdue / 60.0
-                    return ep
+        if head.urgent and self.policy.tenant_urgent_quota(head.tenant) > 0:
+            held = sum(j.gpus for j in self._running.values() if j.urgent and j.tenant == head.tenant)
+            if self.policy.exceeds_urgent_quota(head.tenant, held, head.gpus):
+                info = self._cinfo[head.cls]
+                ep = float(head.priority)
+                if info.max_wait is not None:
+                    overdue = now - head.qs - info.max_wait
+                    if overdue > 0:
+                        ep += self.policy.aging_rate(head.cls) * overdue / 60.0
+                return ep
         return self._qep(head, now)
 
     def _scan(self, head_ep: float, head_rate: float, now: float) -> tuple[list[SimJob], float]:
