@@ -1,21 +1,19 @@
-"""The preemption policy as data, read from TOML (`--policy FILE`, the config file, or defaults).
+"""The preemption policy as data, built from a decoded TOML table (`policy_from_mapping`).
 
-Durations accept seconds or strings like ``90s``, ``10m``, ``2h``. Errors name the file, the line
-and the key, e.g. ``policy.toml:4: preemption.mode: 'kill' is not one of cancel, requeue, …``.
+Pure: files are read by `gpuq.config` (`load_policy_file`), which turns a `PolicyKeyError` into
+an error naming the file, the line and the key, e.g.
+``policy.toml:4: preemption.mode: 'kill' is not one of cancel, requeue, …``.
+Durations accept seconds or strings like ``90s``, ``10m``, ``2h``.
 """
 
 from __future__ import annotations
 
-import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from gpuq.errors import BadInput
 from gpuq.model import JobClass
 from gpuq.timefmt import parse_duration
 
@@ -25,8 +23,6 @@ __all__ = [
     "Mode",
     "PolicyKeyError",
     "Policy",
-    "load_policy",
-    "parse_policy",
     "policy_from_mapping",
 ]
 
@@ -117,9 +113,6 @@ class PolicyKeyError(Exception):
         super().__init__(problem)
         self.key = key
         self.problem = problem
-
-
-_KeyError = PolicyKeyError  # older name, kept for importers
 
 
 def _number(table: Mapping[str, Any], key: str, dotted: str, minimum: float = 0.0) -> float | None:
@@ -224,47 +217,3 @@ def policy_from_mapping(raw: Mapping[str, Any]) -> Policy:
     kwargs["urgent_quota_default"] = default_quota
     kwargs["urgent_quota"] = MappingProxyType(quota)
     return Policy(**kwargs)
-
-
-def _line_of(text: str, dotted: str) -> int | None:
-    """Best-effort line number of a dotted key: tomllib reports values, not positions."""
-    parts = dotted.split(".")
-    leaf = parts[-1]
-    section = ".".join(parts[:-1])
-    current = ""
-    key_re = re.compile(rf"^\s*(\"{re.escape(leaf)}\"|'{re.escape(leaf)}'|{re.escape(leaf)})\s*=")
-    header_re = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = header_re.match(line)
-        if header:
-            current = header.group(1).replace('"', "").replace("'", "")
-            if current == dotted:
-                return number
-            continue
-        if current == section and key_re.match(line):
-            return number
-    return None
-
-
-def parse_policy(text: str, source: str = "<policy>") -> Policy:
-    """Parse TOML policy text; BadInput names the file, the line and the key."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{source}: invalid TOML: {exc}") from None
-    try:
-        return policy_from_mapping(raw)
-    except PolicyKeyError as exc:
-        line = _line_of(text, exc.key)
-        where = f"{source}:{line}" if line else source
-        raise BadInput(f"{where}: {exc.key}: {exc.problem}") from None
-
-
-def load_policy(path: str | Path) -> Policy:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read policy file ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
-    return parse_policy(text, str(path))
