@@ -6,13 +6,15 @@ functions over them. Times are float epoch seconds (UTC); `snapshot_io` converts
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 from gpuq.gcpause import gc_paused
+
+T = TypeVar("T")
 
 __all__ = [
     "FORMAT",
@@ -184,17 +186,18 @@ class Snapshot:
     _placement: list[tuple[dict[str, int], dict[str, tuple[Job, ...]]]] = field(
         default_factory=list, init=False, repr=False, compare=False
     )
+    _derived: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def job(self, job_id: str) -> Job | None:
         """Look a job up by id."""
         if not self._by_id and self.jobs:
-            with gc_paused():
+            with gc_paused(keep=True):
                 self._by_id.update((j.id, j) for j in self.jobs)
         return self._by_id.get(job_id)
 
     def _placement_index(self) -> tuple[dict[str, int], dict[str, tuple[Job, ...]]]:
         if not self._placement:
-            with gc_paused():
+            with gc_paused(keep=True):
                 self._placement.append(self._build_placement())
         return self._placement[0]
 
@@ -210,6 +213,18 @@ class Snapshot:
                     if state is run:
                         running.setdefault(node, []).append(job)
         return used, {n: tuple(js) for n, js in running.items()}
+
+    def derived(self, key: Hashable, build: Callable[[], T]) -> T:
+        """A value computed from this snapshot by another layer (an index of its own), built once.
+
+        `key` must say everything the value depends on besides the snapshot itself.
+        """
+        try:
+            return cast(T, self._derived[key])
+        except KeyError:
+            with gc_paused(keep=True):
+                value = self._derived[key] = build()
+            return value
 
     def used_gpus(self) -> dict[str, int]:
         """GPUs held per node by running, suspended and completing jobs (do not mutate)."""

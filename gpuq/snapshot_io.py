@@ -349,7 +349,7 @@ def snapshot_from_dict(raw: Any, *, consume: bool = False) -> Snapshot:
 
 def load_snapshot(stream: IO[str] | IO[bytes], source: str = "<stdin>") -> Snapshot:
     """Parse and validate a snapshot from a stream; errors are prefixed with `source`."""
-    with gc_paused():
+    with gc_paused(keep=True):
         return _load_snapshot(stream, source)
 
 

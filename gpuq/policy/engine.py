@@ -12,10 +12,11 @@ Pure: takes (snapshot, policy, request, now) and returns a Plan; never reads the
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from gpuq.model import Job, JobClass, JobState, Node, Snapshot
 from gpuq.policy.config import Policy
@@ -313,6 +314,123 @@ def _make_plan(
                 spared=spared, freed_gpus=freed_gpus, total_cost=total_cost, blocked=blocked)
 
 
+#: below this many candidate nodes the plain scan of every node is as quick as pruning
+_PRUNE_MIN_NODES = 64
+
+
+def _loss_order(snapshot: Snapshot, interval_by_default: bool) -> tuple[tuple[float, str], ...]:
+    """Nodes holding running jobs, as (latest loss start, node), most recent first.
+
+    A job's loss start is the moment from which a preemption now would lose its work (its start
+    or last checkpoint; +inf when a checkpoint interval, its own or the policy's default, may make
+    the loss anything down to 0). So every running job on a node costs at least
+    `lost_work_weight × (now − the node's latest loss start)` per GPU it holds there.
+    """
+
+    def build() -> tuple[tuple[float, str], ...]:
+        inf = float("inf")
+        order: list[tuple[float, str]] = []
+        for name, jobs in snapshot.running_on().items():
+            latest = -inf
+            for job in jobs:
+                start, saved, interval = job.start_time, job.last_checkpoint_time, job.checkpoint_interval_s
+                if start is None:
+                    since = inf
+                elif saved is not None:
+                    since = saved if saved > start else start
+                elif (interval is not None and interval > 0) or (interval is None and interval_by_default):
+                    since = inf
+                else:
+                    since = start
+                if since > latest:
+                    latest = since
+            order.append((-latest, name))
+        order.sort()
+        return tuple((-neg, name) for neg, name in order)
+
+    return snapshot.derived(("engine.loss_order", interval_by_default), build)
+
+
+class _PrunedOrder:
+    """Nodes in ascending order of the exact lower bound, computing bounds only where needed.
+
+    `_loss_order` gives a cheaper, weaker bound per node (need × cost per GPU ≥ its lower
+    bound); nodes are pulled in that order into a heap keyed by the exact bound, and a node
+    leaves the heap only when every node whose weak bound is not above its exact bound has been
+    pulled. The sequence is exactly that of sorting every node's exact bound, so the search and its
+    tie-breaks are unchanged; only nodes that cannot matter are never costed. Valid when the cost
+    is lost work alone (`priority_weight` 0).
+    """
+
+    def __init__(self, order: list[tuple[float, str]], need_min: int) -> None:
+        self.order = order  # (weak cost per GPU, node), ascending
+        self.need_min = need_min
+        self.next = 0
+        self.visited: set[str] = set()
+
+    @classmethod
+    def build(cls, ctx: _Context, candidates: list[Node], free: dict[str, int], g: int) -> _PrunedOrder | None:
+        policy = ctx.policy
+        lw = policy.lost_work_weight
+        if policy.priority_weight != 0 or lw < 0:
+            return None
+        now = ctx.now
+        wanted = {n.name for n in candidates}
+        order = [
+            (lw * (now - latest) if now > latest else 0.0, name)
+            for latest, name in _loss_order(ctx.snapshot, policy.default_checkpoint_interval_s > 0)
+            if name in wanted
+        ]
+        need_min = max(1, g - max(free[n.name] for n in candidates))
+        return cls(order, need_min)
+
+    def _pull(self, bound: Callable[[str], tuple[float, str, int]], heap: list[tuple[float, str, int]]) -> None:
+        name = self.order[self.next][1]
+        self.next += 1
+        self.visited.add(name)
+        heapq.heappush(heap, bound(name))
+
+    def ascending(self, bound: Callable[[str], tuple[float, str, int]]) -> Iterator[tuple[float, str, int]]:
+        heap: list[tuple[float, str, int]] = []
+        order, need_min = self.order, self.need_min
+        while True:
+            if not heap:
+                if self.next >= len(order):
+                    return
+                self._pull(bound, heap)
+                continue
+            top = heap[0][0]
+            # (a hair of slack: pulling one node too many is harmless, one too few is not)
+            limit = top * (1 + 1e-9) + 1e-9
+            if self.next < len(order) and need_min * order[self.next][0] <= limit:
+                self._pull(bound, heap)
+                continue
+            yield heapq.heappop(heap)
+
+    def visit_up_to(self, ceiling: float, bound: Callable[[str], tuple[float, str, int]]) -> None:
+        """Cost every node that may hold a protected job costing at most `ceiling`."""
+        order = self.order
+        limit = ceiling * (1 + 1e-9) + _EPS
+        while self.next < len(order) and order[self.next][0] <= limit:
+            name = order[self.next][1]
+            self.next += 1
+            self.visited.add(name)
+            bound(name)
+
+    def in_node_order(
+        self, candidates: list[Node], on: Mapping[str, tuple[Job, ...]], seen: dict[str, tuple[Job, float]]
+    ) -> dict[str, tuple[Job, float]]:
+        """`seen` in the order a scan of every node (in snapshot order) would have found them."""
+        ordered: dict[str, tuple[Job, float]] = {}
+        for node in candidates:
+            if node.name in self.visited:
+                for job in on.get(node.name, ()):
+                    found = seen.get(job.id)
+                    if found is not None and job.id not in ordered:
+                        ordered[job.id] = found
+        return ordered
+
+
 def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[str, int]) -> Plan:
     g = request.gpus
     big_enough = [n for n in nodes if n.state.takes_work and n.gpus >= g]
@@ -332,7 +450,6 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
     on = ctx.snapshot.running_on()
     numbers = ctx.quick_numbers
     inf = float("inf")
-    bounds: list[tuple[float, str, int]] = []
     protected_seen: dict[str, tuple[Job, float]] = {}
     # The commonest victim (not urgent or exempt, no checkpoint interval, earned no aging, under
     # only the delta rule) is costed right here; anything else goes through quick_numbers.
@@ -340,8 +457,9 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
     now, policy, exclude = ctx.now, ctx.policy, ctx.exclude
     lw, pw, delta, requester = policy.lost_work_weight, policy.priority_weight, policy.delta, ctx.requester_priority
     simple = ctx.fast_rules and policy.default_checkpoint_interval_s <= 0
-    for node in big_enough:
-        name = node.name
+
+    def bound(name: str) -> tuple[float, str, int]:
+        """(lower bound of the node's cheapest plan, node, GPUs still missing there)."""
         need = g - free[name]
         eligible_gpus, per_gpu = 0, inf
         for job in on.get(name, ()):
@@ -373,21 +491,37 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
                     per_gpu = cost / count
             else:
                 protected_seen[job.id] = (job, cost)
-        bounds.append((need * per_gpu if eligible_gpus >= need else inf, name, need))
-    bounds.sort()
+        return (need * per_gpu if eligible_gpus >= need else inf, name, need)
 
-    search = Best()
-    examined: list[str] = []
-    for lower, name, need in bounds:
-        if lower == inf:
-            if search.key is None:
-                examined.append(name)
-            continue
-        if search.key is not None and lower > search.limit + _EPS:
-            break
-        examined.append(name)
-        eligible = [v for v in _running_by_node(ctx, (name,)).get(name, ()) if v.protected is None]
-        search_node(name, need, [_item(v, name) for v in eligible], search)
+    def search_nodes(ordered: Iterable[tuple[float, str, int]]) -> tuple[Best, list[str]]:
+        search = Best()
+        examined: list[str] = []
+        for lower, name, need in ordered:
+            if lower == inf:
+                if search.key is None:
+                    examined.append(name)
+                continue
+            if search.key is not None and lower > search.limit + _EPS:
+                break
+            examined.append(name)
+            eligible = [v for v in _running_by_node(ctx, (name,)).get(name, ()) if v.protected is None]
+            search_node(name, need, [_item(v, name) for v in eligible], search)
+        return search, examined
+
+    pruned = _PrunedOrder.build(ctx, big_enough, free, g) if len(big_enough) > _PRUNE_MIN_NODES else None
+    if pruned is not None:
+        search, examined = search_nodes(pruned.ascending(bound))
+        if search.key is not None:
+            # Protected jobs cheaper than the plan are listed below: visit every node that can
+            # hold one, then list them in node order as the full scan would.
+            pruned.visit_up_to(cast(float, search.key[0]), bound)
+            protected_seen = pruned.in_node_order(big_enough, on, protected_seen)
+        else:  # no plan: the answer explains every node, so look at all of them
+            protected_seen = {}
+            pruned = None
+    if pruned is None:
+        bounds = sorted(bound(node.name) for node in big_enough)
+        search, examined = search_nodes(bounds)
     best: tuple[tuple[Any, ...], list[_Victim]] | None = None
     if search.key is not None and search.choice is not None:
         items, _ = search.choice
