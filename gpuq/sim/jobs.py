@@ -75,6 +75,8 @@ class SimJob:
         "drain_until",
         "claim",
         "claimed_by",
+        "rep",
+        "prot",
     )
 
     def __init__(self, spec: JobSpec) -> None:
@@ -108,6 +110,9 @@ class SimJob:
         self.drain_until: float | None = None  # graceful preemption: signalled, saving until then
         self.claim: list[str] = []  # victims draining for this job
         self.claimed_by: str | None = None
+        # Victim numbers of the current run, fixed at its start (`Simulator._arm`); not saved.
+        self.rep = 0.0  # effective priority while running
+        self.prot = 0.0  # when its protections (exemption, min runtime, 24 h cap) end; 0 = none
 
     def last_checkpoint(self, now: float) -> float | None:
         """The last checkpoint the job reported by `now` (None for jobs that report none)."""
@@ -140,6 +145,7 @@ class SimJob:
         for name in cls._FIELDS:
             setattr(job, name, raw[name])
         job.idkey = id_key(job.id)
+        job.rep = job.prot = 0.0
         job.alloc = {str(node): [int(i) for i in idx] for node, idx in raw["alloc"].items()}
         job.preempt_times = [float(t) for t in raw["preempt_times"]]
         job.claim = [str(v) for v in raw["claim"]]

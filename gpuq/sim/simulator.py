@@ -134,9 +134,7 @@ class Simulator:
                 self._enqueue(job)
             self._victims = []
             for job in self._running.values():
-                if self._class_info(job.cls).preemptible and job.drain_until is None:
-                    job.hver += 1
-                    heapq.heappush(self._victims, (self._rep(job), job.hver, job.idkey, job))
+                self._arm(job)
             self._rver += 1
             self._schedule()
 
@@ -175,11 +173,34 @@ class Simulator:
                 return job.priority + info.rate * overdue / 60.0
         return float(job.priority)
 
+    def _arm(self, job: SimJob, renew: bool = True) -> None:
+        """Fix a running job's victim numbers for this run, and list it as a possible victim.
+
+        Both are constant while it runs: its effective priority (`_rep`) and the moment its
+        protections end (`_protection_end`; the 24 h cap window only loses entries during a run).
+        Called at start and again whenever a bump, an exemption or a new policy changes them;
+        `renew=False` keeps the victim-heap version (restoring saved state).
+        """
+        info = self._cinfo.get(job.cls) or self._class_info(job.cls)
+        policy = self.policy
+        # (the common case, without aging, urgency or protections, needs no arithmetic)
+        job.rep = float(job.priority) if info.max_wait is None and not job.urgent else self._rep(job)
+        gated = policy.min_runtime_s > 0 or policy.max_preemptions_per_day > 0 or job.exempt_until is not None
+        job.prot = self._protection_end(job, self.now) if gated else 0.0
+        if renew:
+            job.hver += 1
+        if job.drain_until is None and info.preemptible:
+            victims = self._victims
+            heapq.heappush(victims, (job.rep, job.hver, job.idkey, job))
+            if len(victims) > 4 * len(self._running) + 64:  # drop entries of jobs long gone
+                self._victims = [e for e in victims if e[3].hver == e[1] and e[3].state == RUNNING]
+                heapq.heapify(self._victims)
+
     def effective_priority(self, job_id: str) -> float:
         job = self._visible(job_id)
         if job.state in (PENDING, SUSPENDED):
             return self._qep(job, self.now)
-        return self._rep(job)
+        return job.rep if job.state == RUNNING else self._rep(job)
 
     # ---- events ----------------------------------------------------------------------------
 
@@ -363,13 +384,7 @@ class Simulator:
         self._running[job.id] = job  # insertion order = start order (the fast path relies on it)
         if job.ckpt is not None:
             self._ckpt_running += 1
-        if self._cinfo[job.cls].preemptible:
-            job.hver += 1
-            victims = self._victims
-            heapq.heappush(victims, (self._rep(job), job.hver, job.idkey, job))
-            if len(victims) > 4 * len(self._running) + 64:  # drop entries of jobs long gone
-                self._victims = [e for e in victims if e[3].hver == e[1] and e[3].state == RUNNING]
-                heapq.heapify(self._victims)
+        self._arm(job)
         self._rver += 1
         if self.trace is not None:
             self.trace.append((now, "start", job.id, None))
@@ -524,27 +539,25 @@ class Simulator:
     def _scan(self, head_ep: float, head_rate: float, now: float) -> tuple[list[SimJob], float]:
         """Running jobs the head may preempt now; and the next time that may change.
 
-        Mirrors `rules.protection` (exemption, class, min runtime, 24 h cap, Δ gap).
+        Mirrors `rules.protection` (exemption, class, min runtime, 24 h cap, Δ gap) on the numbers
+        `_arm` fixed at each job's start.
         """
-        policy = self.policy
-        delta = policy.delta
-        gated = policy.min_runtime_s > 0 or policy.max_preemptions_per_day > 0
+        delta = self.policy.delta
         eligible: list[SimJob] = []
         unlock = _INF
         cinfo = self._cinfo
         for job in self._running.values():
             if job.drain_until is not None or not cinfo[job.cls].preemptible:
                 continue
-            job_ep = self._rep(job)
+            job_ep = job.rep
             if not head_ep - job_ep > delta:
                 if head_rate > 0:
                     unlock = min(unlock, self._crossing(head_ep, head_rate, job_ep + delta, now))
                 continue
-            if gated or job.exempt_until is not None:
-                until = self._protection_end(job, now)
-                if until:
-                    unlock = min(unlock, max(until, math.nextafter(now, _INF)))
-                    continue
+            if job.prot > now:
+                if job.prot < unlock:
+                    unlock = job.prot
+                continue
             eligible.append(job)
         return eligible, unlock
 
@@ -559,7 +572,6 @@ class Simulator:
         delta = policy.delta
         lw, pw = policy.lost_work_weight, policy.priority_weight
         early = pw == 0 and lw > 0 and self._ckpt_running == 0 and policy.default_checkpoint_interval_s <= 0
-        gated = policy.min_runtime_s > 0 or policy.max_preemptions_per_day > 0
         cinfo = self._cinfo
         best: tuple[SimJob, float] | None = None
         best_key: tuple[float, float, float, str, str] | None = None
@@ -567,14 +579,10 @@ class Simulator:
             start: float = job.run_start  # type: ignore[assignment]
             if early and best_key is not None and lw * (now - start) > best_key[0] + 1e-6:
                 break
-            if job.drain_until is not None or not cinfo[job.cls].preemptible:
+            job_ep = job.rep
+            if not head_ep - job_ep > delta or job.prot > now or job.drain_until is not None:
                 continue
-            job_ep = self._rep(job)
-            if not head_ep - job_ep > delta:
-                continue
-            if job.exempt_until is not None and job.exempt_until > now:
-                continue
-            if gated and self._protection_end(job, now):
+            if not cinfo[job.cls].preemptible:
                 continue
             # (without checkpoints anywhere, lost work is just GPUs × run time)
             cost = lw * (job.gpus * max(0.0, now - start) if early else self._lost(job, now))
@@ -653,7 +661,7 @@ class Simulator:
                     if cost < 0:  # costs only for jobs that matter
                         cost = lw * self._lost(job, now)
                         if pw:
-                            cost += pw * self._rep(job)
+                            cost += pw * job.rep
                     per_node.setdefault(i, []).append((cost, len(idx), job))
         bounds: list[tuple[float, float, int]] = []
         for i, items in per_node.items():
@@ -677,7 +685,7 @@ class Simulator:
         gpus = self._gpus
         found = best_single_node(
             (gpus.names[i], head.gpus - gpus.free_n[i],
-             [(cost, job.id, n, self._rep(job), job.run_start)  # type: ignore[misc]
+             [(cost, job.id, n, job.rep, job.run_start)  # type: ignore[misc]
               for cost, n, job in per_node[i]])
             for i in nodes
         )
@@ -944,9 +952,7 @@ class Simulator:
         if job.state in (PENDING, SUSPENDED):
             self._enqueue(job)
         elif job.state == RUNNING:
-            if job.drain_until is None and self._class_info(job.cls).preemptible:
-                job.hver += 1
-                heapq.heappush(self._victims, (self._rep(job), job.hver, job.idkey, job))
+            self._arm(job)
             self._rver += 1
         self._blocked = None
         self._schedule()

@@ -106,8 +106,7 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
             sim._gpus.claim(job.alloc)
             sim._running[job.id] = job
             sim._ckpt_running += job.ckpt is not None
-            if sim._class_info(job.cls).preemptible and job.drain_until is None:
-                heapq.heappush(sim._victims, (sim._rep(job), job.hver, job.idkey, job))
+            sim._arm(job, renew=False)
     # Queue order is rebuilt from the jobs themselves: the same total order as before.
     sim._rebuild_queue()
     kinds = {name: i for i, name in enumerate(_KIND_NAMES)}
