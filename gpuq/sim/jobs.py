@@ -77,6 +77,7 @@ class SimJob:
         "claimed_by",
         "rep",
         "prot",
+        "place",
     )
 
     def __init__(self, spec: JobSpec) -> None:
@@ -113,6 +114,7 @@ class SimJob:
         # Victim numbers of the current run, fixed at its start (`Simulator._arm`); not saved.
         self.rep = 0.0  # effective priority while running
         self.prot = 0.0  # when its protections (exemption, min runtime, 24 h cap) end; 0 = none
+        self.place: tuple[tuple[int, int], ...] = ()  # (node index, GPUs there) of the current run
 
     def last_checkpoint(self, now: float) -> float | None:
         """The last checkpoint the job reported by `now` (None for jobs that report none)."""
@@ -146,6 +148,7 @@ class SimJob:
             setattr(job, name, raw[name])
         job.idkey = id_key(job.id)
         job.rep = job.prot = 0.0
+        job.place = ()
         job.alloc = {str(node): [int(i) for i in idx] for node, idx in raw["alloc"].items()}
         job.preempt_times = [float(t) for t in raw["preempt_times"]]
         job.claim = [str(v) for v in raw["claim"]]

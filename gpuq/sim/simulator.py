@@ -370,6 +370,7 @@ class Simulator:
         now = self.now
         self._queue.remove(job)
         job.alloc = self._gpus.take(placement)
+        job.place = tuple([(i, len(idx)) for i, idx in placement])
         job.state = RUNNING
         job.run_start = now
         job.drain_until = None
@@ -642,12 +643,11 @@ class Simulator:
         engine's own: missing GPUs × cheapest cost per GPU) no higher than the best greedy plan.
         Also, per node, its eligible victims as (cost, GPUs on the node, job)."""
         gpus = self._gpus
-        index = gpus.index
         free_n = gpus.free_n
         extra = [0] * len(free_n)
         for job in eligible:
-            for node, idx in job.alloc.items():
-                extra[index[node]] += len(idx)
+            for i, n in job.place:
+                extra[i] += n
         usable = {i for i, n in enumerate(extra) if n and free_n[i] + n >= need_gpus}
         if not usable:
             return [], {}
@@ -655,14 +655,13 @@ class Simulator:
         per_node: dict[int, list[tuple[float, int, SimJob]]] = {}
         for job in eligible:
             cost = -1.0
-            for node, idx in job.alloc.items():
-                i = index[node]
+            for i, n in job.place:
                 if i in usable:
                     if cost < 0:  # costs only for jobs that matter
                         cost = lw * self._lost(job, now)
                         if pw:
                             cost += pw * job.rep
-                    per_node.setdefault(i, []).append((cost, len(idx), job))
+                    per_node.setdefault(i, []).append((cost, n, job))
         bounds: list[tuple[float, float, int]] = []
         for i, items in per_node.items():
             need = need_gpus - free_n[i]

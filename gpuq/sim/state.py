@@ -104,6 +104,7 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
     for job in sorted(sim._jobs.values(), key=lambda j: (j.run_start or 0.0, j.epoch, j.idkey)):
         if job.state == RUNNING:
             sim._gpus.claim(job.alloc)
+            job.place = tuple((sim._gpus.index[node], len(idx)) for node, idx in job.alloc.items())
             sim._running[job.id] = job
             sim._ckpt_running += job.ckpt is not None
             sim._arm(job, renew=False)
