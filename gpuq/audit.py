@@ -13,10 +13,8 @@ Record fields (a stable interface, shown by `gpuq audit -o json`):
 from __future__ import annotations
 
 import errno
-import getpass
 import json
 import os
-import socket
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +43,8 @@ class AuditError(GpuqError):
 
 def current_operator() -> str:
     """The login name, noting the real operator behind sudo."""
+    import getpass  # getpass and socket only when a record is made, not on every gpuq start
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
@@ -72,6 +72,8 @@ def make_record(
     now: float | None = None,
 ) -> dict[str, Any]:
     """One audit record with every documented field present."""
+    import socket
+
     return {
         "time": format_time(round(time.time() if now is None else now, 3)),
         "operator": current_operator(),

@@ -30,7 +30,6 @@ Policy resolution: `--policy FILE`, else the cluster's policy, else the top-leve
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,6 +184,8 @@ def load_toml(path: str | Path, what: str) -> TomlDocument:
         raise BadInput(f"{source}: cannot read {what} ({exc.strerror})") from None
     except UnicodeDecodeError:
         raise BadInput(f"{source}: {what} is not UTF-8 text") from None
+    import tomllib  # only when a file is read (~3 ms of every invocation otherwise)
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
