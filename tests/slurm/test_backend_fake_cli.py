@@ -25,8 +25,24 @@ case "$1 $2" in
   "show job")
     if [ -n "$5" ]; then grep "^JobId=$5 " {LIVE}/scontrol-show-job-d-o.txt || {{
       echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }}
-    else cat {LIVE}/scontrol-show-job-d-o.txt; fi ;;
+    elif [ -n "${{FAKE_FULL_ERR:-}}" ]; then echo "$FAKE_FULL_ERR" >&2; exit 1
+    else sed -E "s/^(JobId=${{FAKE_FULL_RESTARTED:-none}} .* StartTime=)[^ ]+/\\12020-01-01T00:00:00/" \\
+      {LIVE}/scontrol-show-job-d-o.txt; fi ;;
+  "show assoc_mgr")
+    # Only with FAKE_ASSOC_MGR: by default slurmctld names no QOS and sacct prints names.
+    if [ -n "${{FAKE_ASSOC_MGR:-}}" ]; then
+      grep -v "^QOS=${{FAKE_ASSOC_MGR_DROP:-none}}(" {LIVE}/scontrol-show-assoc_mgr-qos.txt; fi ;;
   *) echo "${{FAKE_UPDATE_ERR:-}}" >&2; [ -z "${{FAKE_UPDATE_ERR:-}}" ] ;;
+esac
+"""
+
+# QOSRAW requests get the capture of that form; QOS-name requests the default capture (or, with
+# FAKE_SACCT_NAMES, the names capture taken at the same moment as the QOSRAW one).
+SACCT = f"""#!/bin/bash
+echo "sacct $*" >> "$FAKE_LOG"
+case "$*" in
+  *QOSRAW*) cat {LIVE}/sacct-parsable-qosraw.txt ;;
+  *) cat {LIVE}/${{FAKE_SACCT_NAMES:-sacct-parsable.txt}} ;;
 esac
 """
 
@@ -44,7 +60,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     _tool(bindir, "scontrol", SCONTROL)
     _tool(bindir, "squeue", f'#!/bin/bash\necho "squeue $*" >> "$FAKE_LOG"\ncat {LIVE}/squeue-format.txt\n')
     _tool(bindir, "sinfo", f"#!/bin/bash\ncat {LIVE}/sinfo-format.txt\n")
-    _tool(bindir, "sacct", f'#!/bin/bash\necho "sacct $*" >> "$FAKE_LOG"\ncat {LIVE}/sacct-parsable.txt\n')
+    _tool(bindir, "sacct", SACCT)
     _tool(bindir, "sacctmgr", f'#!/bin/bash\necho "sacctmgr $*" >> "$FAKE_LOG"\ncat {LIVE}/sacctmgr-show-qos.txt\n')
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=fake\nSlurmctldHost=ctl01(10.1.2.3)\nSlurmctldPort=6817\n")

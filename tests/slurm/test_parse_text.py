@@ -3,11 +3,12 @@ cross-checked against the JSON of the same moment."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 import pytest
 
-from gpuq.backends.slurm.config import parse_partitions, parse_qos, parse_show_config
+from gpuq.backends.slurm.config import parse_assoc_mgr_qos_names, parse_partitions, parse_qos, parse_show_config
 from gpuq.backends.slurm.jobs import AdminNote, format_admin_comment, parse_admin_comment
 from gpuq.backends.slurm.jsonread import load_json, parse_jobs_json
 from gpuq.backends.slurm.merge import merge_history
@@ -157,6 +158,58 @@ def test_config_parsers() -> None:
     rows = [line.split("|") for line in read("22.05", "sacctmgr-show-qos.txt").splitlines()[1:]]
     sample = parse_qos("\n".join("|".join([r[0], r[1], r[3], r[4], r[5], r[2]]) for r in rows))
     assert sample["urgent"].preempt == {"low", "lowgrace", "normal"}
+
+
+def test_assoc_mgr_qos_names() -> None:
+    # Captured on the lab (qos mode) at the same moment as the two sacct files below.
+    names = parse_assoc_mgr_qos_names(live("scontrol-show-assoc_mgr-qos.txt"))
+    assert names == {"1": "normal", "2": "low", "3": "lowgrace", "4": "exempt", "5": "urgent"}
+    assert set(names.values()) == set(parse_qos(live("sacctmgr-show-qos.txt")))
+    assert parse_assoc_mgr_qos_names(live("scontrol-show-assoc_mgr-qos-partition-mode.txt")) == names
+    # Its QOS records say nothing of who preempts whom: that stays sacctmgr's (see the README).
+    assert "Preempt=" not in live("scontrol-show-assoc_mgr-qos.txt")
+    assert "PreemptExemptTime" not in live("scontrol-show-assoc_mgr-qos.txt")
+    assert parse_assoc_mgr_qos_names("Current Association Manager state\n\nNo QOS currently cached in Slurm.\n") == {}
+    # The one-line form (-o) puts the record's other keys on the same line.
+    one_line = "QOS=normal(1) UsageRaw=1174.848345 GrpJobs=N(0) PreemptMode=REQUEUE Priority=100"
+    assert parse_assoc_mgr_qos_names(one_line) == {"1": "normal"}
+    with pytest.raises(ValueError, match="unexpected QOS record head"):
+        parse_assoc_mgr_qos_names("QOS=broken")
+
+
+def test_sacct_qos_ids_map_to_the_names_sacct_prints() -> None:
+    # Same window, same moment: -o ...,QOSRAW,... and -o ...,QOS,... (commands.txt).
+    names = parse_assoc_mgr_qos_names(live("scontrol-show-assoc_mgr-qos.txt"))
+    by_id = parse_sacct_parsable(live("sacct-parsable-qosraw.txt"), names)
+    by_name = parse_sacct_parsable(live("sacct-parsable-qosnames.txt"))
+    assert by_id == by_name
+    assert {r.qos for r in by_id} == {"normal", "low", "lowgrace", "urgent"}
+    assert any(r.preempted for r in by_id) and len(by_id) > 100
+    # A QOS slurmctld no longer knows (deleted) is reported, and left unnamed.
+    unknown: set[str] = set()
+    partial = parse_sacct_parsable(
+        live("sacct-parsable-qosraw.txt"), {k: v for k, v in names.items() if k != "5"}, unknown
+    )
+    assert unknown == {"5"}
+    assert {r.id for r in partial if r.qos is None} == {r.id for r in by_name if r.qos == "urgent"}
+
+
+def test_details_read_beside_squeue_only_fill_the_same_run() -> None:
+    details = parse_scontrol_detail(live("scontrol-show-job-d-o.txt"), starts=True)
+    assert all(d.start is None for d in parse_scontrol_detail(live("scontrol-show-job-d-o.txt")).values())
+    after = apply_details(parse_squeue_format(live("squeue-format.txt"), "qos"), dict(details))
+    beside = apply_details(parse_squeue_format(live("squeue-format.txt"), "qos"), dict(details), same_run=True)
+    assert beside.jobs == after.jobs and not beside.needs_detail
+    assert any(j.allocation and None not in next(iter(j.allocation.values())) for j in beside.jobs)
+    # A job requeued and started again between the two reads: its old run's indexes are not used.
+    holder = next(j for j in after.jobs if j.allocation and j.start_time is not None)
+    raw = after.raw_ids[holder.id]
+    restarted = dict(details)
+    restarted[raw] = dataclasses.replace(details[raw], start=holder.start_time + 30)  # type: ignore[operator]
+    stale = apply_details(parse_squeue_format(live("squeue-format.txt"), "qos"), restarted, same_run=True)
+    assert stale.needs_detail == [raw]
+    (again,) = [j for j in stale.jobs if j.id == holder.id]
+    assert None in next(iter(again.allocation.values()))  # placeholder indexes, left for a re-read
 
 
 def test_admin_comment_round_trip() -> None:

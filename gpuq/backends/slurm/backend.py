@@ -10,11 +10,13 @@ readers in `jsonread` parse the same data for ``squeue --json`` users and are te
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +25,7 @@ from gpuq.backends.base import ActionResult, Backend, NativePlan, PreviewRequest
 from gpuq.backends.slurm.config import (
     QOS_FIELDS,
     PreemptConfig,
+    parse_assoc_mgr_qos_names,
     parse_duration_text,
     parse_partitions,
     parse_qos,
@@ -35,8 +38,9 @@ from gpuq.backends.slurm.merge import merge_history
 from gpuq.backends.slurm.runner import Runner
 from gpuq.backends.slurm.sacct import AcctRecord, parse_sacct_parsable
 from gpuq.backends.slurm.text import (
+    JobDetail,
     apply_details,
-    count_holding_jobs,
+    detail_wanted,
     parse_scontrol_detail,
     parse_scontrol_jobs,
     parse_sinfo_nodes,
@@ -44,7 +48,7 @@ from gpuq.backends.slurm.text import (
     sinfo_format_arg,
     squeue_format_arg,
 )
-from gpuq.errors import BadInput, GpuqError, NotFound, Refused, Unreachable
+from gpuq.errors import BadInput, GpuqError, NotFound, PermissionDenied, Refused, Unreachable
 from gpuq.model import Job, JobClass, JobState, Snapshot
 from gpuq.policy.config import Mode
 
@@ -55,7 +59,8 @@ T = TypeVar("T")
 _JOB_ID_RE = re.compile(r"^\d+(?:_\d+|_\[[\d,\-]+\]|\+\d+)?$")
 
 #: Up to this many GPU-holding jobs, read their GPU indexes one job at a time (each ~10 ms);
-#: beyond it one full ``scontrol show job -d -o`` is cheaper.
+#: beyond it one full ``scontrol show job -d -o`` is cheaper. `SlurmBackend(detail_one_by_one_max=)`
+#: or ``GPUQ_SLURM_DETAIL_ONE_BY_ONE_MAX`` changes it (the lab has only 8 GPUs to hold).
 DETAIL_ONE_BY_ONE_MAX = 32
 
 HOLD_WARNING = (
@@ -89,8 +94,14 @@ class SlurmBackend(Backend):
         history_ttl_s: float = 15.0,
         persist: bool = True,
         cache_dir: str | Path | None = None,
+        detail_one_by_one_max: int | None = None,
     ) -> None:
         self.runner = Runner(cluster, timeout_s)
+        if detail_one_by_one_max is None:
+            detail_one_by_one_max = _env_int("GPUQ_SLURM_DETAIL_ONE_BY_ONE_MAX", DETAIL_ONE_BY_ONE_MAX)
+        if detail_one_by_one_max < 0:
+            raise BadInput(f"detail_one_by_one_max must be 0 or more, not {detail_one_by_one_max}")
+        self.detail_one_by_one_max = detail_one_by_one_max
         self.cluster = cluster or ""
         # Site choices; the environment lets a front end configure them without new flags.
         self.urgent_qos = urgent_qos or os.environ.get("GPUQ_SLURM_URGENT_QOS") or None
@@ -112,6 +123,13 @@ class SlurmBackend(Backend):
         self._config_at = 0.0
         self._raw_ids: dict[str, str] = {}
         self.restarts: dict[str, int] = {}
+        #: GPU-holding jobs the last queue read saw (None: not known); kept on disk, so the next
+        #: invocation knows whether to read all job details beside squeue (see `_read_queue`)
+        self.gpu_holders: int | None = None
+        self._gpu_holders_saved: int | None = None
+        #: how the last snapshot got GPU indexes: "none", "one-by-one", "full" (after squeue),
+        #: "beside" (a full read run beside squeue, all of it used) or "beside+N" (N more read after)
+        self.detail_read = "none"
 
     # ------------------------------------------------------------------ reading
     def _parse(self, command: str, fn: Callable[[], T]) -> T:
@@ -201,6 +219,9 @@ class SlurmBackend(Backend):
             hist = parts.get("history")
             if hist is not None and self.history_cache.read_until is None:
                 self.history_cache.load_json(hist)
+            holders = parts.get("queue", {}).get("gpu_holders")
+            if self.gpu_holders is None and isinstance(holders, int) and not isinstance(holders, bool):
+                self.gpu_holders = self._gpu_holders_saved = holders
             self._disk_loaded = True
 
     def _adopt_config(self, src: Mapping[str, Any]) -> None:
@@ -232,8 +253,21 @@ class SlurmBackend(Backend):
             parts["config"] = self._config_src
         if self.history_cache.read_until is not None:
             parts["history"] = self.history_cache.to_json()
+        if self.gpu_holders is not None:
+            parts["queue"] = {"gpu_holders": self.gpu_holders}
+            self._gpu_holders_saved = self.gpu_holders
         if parts:
             self._disk.save(parts)
+
+    def _holders_side_changed(self) -> bool:
+        """Whether the GPU-holder count crossed `detail_one_by_one_max` since it was last saved
+        (only then is it worth a write: it decides whether the next read starts the full detail
+        read beside squeue)."""
+        if self.gpu_holders is None:
+            return False
+        saved = self._gpu_holders_saved
+        limit = self.detail_one_by_one_max
+        return saved is None or (saved > limit) != (self.gpu_holders > limit)
 
     def _class_key(self, cfg: PreemptConfig) -> str:
         return "partition" if cfg.by_partition else "qos"
@@ -261,47 +295,86 @@ class SlurmBackend(Backend):
             for q in cfg.qos.values()
         )
 
-    def _read_history(self, start: float) -> list[AcctRecord]:
-        args = sacct_args(start)
+    def _qos_names(self) -> dict[str, str] | None:
+        """QOS id -> name from slurmctld's cache (``scontrol show assoc_mgr flags=qos``, ~5 ms, no
+        slurmdbd hop); None when slurmctld has none or will not say (sacct then prints names)."""
         try:
-            text = self.runner.run(args)
+            text = self.runner.run(["scontrol", "show", "assoc_mgr", "flags=qos"])
+        except (Refused, PermissionDenied):
+            return None
+        return self._parse("scontrol show assoc_mgr flags=qos", lambda: parse_assoc_mgr_qos_names(text)) or None
+
+    def _read_history(self, start: float, end: float | None = None, *, disabled_ok: bool = True) -> list[AcctRecord]:
+        """sacct over ``[start, end]``, asking for QOS ids rather than names when slurmctld can name
+        them: sacct then spares the slurmdbd round trip that fetches the QOS list (0.23 -> 0.14 s on
+        the lab). A QOS slurmctld does not know (deleted since) makes it ask for names after all."""
+        names = self._qos_names()
+        try:
+            text = self.runner.run(sacct_args(start, end, qos_ids=names is not None))
         except Refused as exc:
-            if "accounting storage is disabled" in str(exc).lower():
+            if disabled_ok and "accounting storage is disabled" in str(exc).lower():
                 return []
             raise
-        return self._parse("sacct", lambda: parse_sacct_parsable(text))
+        unknown: set[str] = set()
+        records = self._parse("sacct", lambda: parse_sacct_parsable(text, names, unknown))
+        if unknown:
+            named = self.runner.run(sacct_args(start, end))
+            records = self._parse("sacct", lambda: parse_sacct_parsable(named))
+        return records
 
     def _read_queue(self, class_key_of: Callable[[], str]) -> QueueRead:
         """squeue --Format (with AdminComment and restart counts where squeue knows them), then GPU
         indexes for the jobs holding GPUs: one ``scontrol show job -d -o ID`` each when they are
-        few, else one full ``scontrol show job -d -o`` (0.18 s at 9,500 jobs, measured)."""
+        few, else one full ``scontrol show job -d -o`` (0.18 s at 9,500 jobs, measured).
+
+        When the previous read (this process's, or the last invocation's through the disk cache)
+        saw more GPU holders than `detail_one_by_one_max`, the full read starts beside squeue
+        instead of after it. Its details are used only for jobs whose StartTime is the same in
+        both reads; a job it cannot fill (started, or requeued and started again, between the two
+        reads) is read after squeue as before, as is everything when it failed. A wrong guess
+        (few holders after all) costs time, never indexes."""
         via_pyslurm = self._read_pyslurm(class_key_of)
         if via_pyslurm is not None:
             return via_pyslurm
         self.read_path = "cli"
-        # The squeue lines are parsed while squeue still prints them; that needs the class key
-        # first (from the config, usually cached), and the GPU indexes come after, from scontrol.
-        key = class_key_of()
-        try:
-            read: QueueRead = self.runner.stream(
-                ["squeue", "-h", "-a", squeue_format_arg()],
-                lambda lines: self._parse("squeue --Format", lambda: parse_squeue_format(lines, key)),
-            )
-        except Refused as exc:
-            if "Invalid job format specification" not in str(exc):
-                raise
-            # An older squeue without AdminComment/RestartCnt: they come from the full detail read.
-            text = self.runner.run(["squeue", "-h", "-a", squeue_format_arg(extended=False)])
-            full = self.runner.run(["scontrol", "show", "job", "-d", "-o"])
-            details = self._parse("scontrol show job -d -o", lambda: parse_scontrol_detail(full))
-            return self._parse("squeue --Format", lambda: parse_squeue_format(text, key, details))
-        if count_holding_jobs(read) > DETAIL_ONE_BY_ONE_MAX:
-            # Many jobs hold GPUs: one full detail read is cheaper than one read per job.
-            full = self.runner.run(["scontrol", "show", "job", "-d", "-o"])
-            details = self._parse("scontrol show job -d -o", lambda: parse_scontrol_detail(full))
-            return apply_details(read, details, every_holding=True)
+        self.detail_read = "none"
+        threshold = self.detail_one_by_one_max
+        with ThreadPoolExecutor(max_workers=1) as side:
+            beside = side.submit(self._full_details, starts=True) if (self.gpu_holders or 0) > threshold else None
+            # The squeue lines are parsed while squeue still prints them; that needs the class key
+            # first (from the config, usually cached), and the GPU indexes come after, from scontrol.
+            key = class_key_of()
+            try:
+                read: QueueRead = self.runner.stream(
+                    ["squeue", "-h", "-a", squeue_format_arg()],
+                    lambda lines: self._parse("squeue --Format", lambda: parse_squeue_format(lines, key)),
+                )
+            except Refused as exc:
+                if "Invalid job format specification" not in str(exc):
+                    raise
+                # An older squeue without AdminComment/RestartCnt: they come from the full detail read.
+                text = self.runner.run(["squeue", "-h", "-a", squeue_format_arg(extended=False)])
+                self.detail_read = "full"
+                details = self._full_details()
+                return self._parse("squeue --Format", lambda: parse_squeue_format(text, key, details))
+            self.gpu_holders = len(read.needs_detail)
+            if beside is not None:
+                try:
+                    early: dict[str, JobDetail] | None = beside.result()
+                except GpuqError:
+                    early = None  # read again below if still needed; its own error then shows
+                if early is not None:
+                    # every_holding, as after squeue below: the same jobs get indexes either way.
+                    read = apply_details(read, early, every_holding=True, same_run=True)
+                    self.detail_read = f"beside+{len(read.needs_detail)}" if read.needs_detail else "beside"
         if not read.needs_detail:
             return read
+        if len(read.needs_detail) > threshold:
+            # Many jobs hold GPUs: one full detail read is cheaper than one read per job.
+            self.detail_read = "full"
+            return apply_details(read, self._full_details(), every_holding=True)
+        if self.detail_read == "none":
+            self.detail_read = "one-by-one"
         with ThreadPoolExecutor(max_workers=8) as pool:
             texts = list(pool.map(self._job_detail_text, read.needs_detail))
         details = self._parse(
@@ -309,9 +382,24 @@ class SlurmBackend(Backend):
         )
         return apply_details(read, details)
 
+    def _full_details(self, *, starts: bool = False) -> dict[str, JobDetail]:
+        """Every job's detail (9.3 MB at 9,500 jobs): lines without one are dropped as they arrive.
+        ``starts``: with StartTimes, for a read that may predate squeue's (`apply_details`)."""
+
+        def consume(lines: Iterable[str]) -> dict[str, JobDetail]:
+            return parse_scontrol_detail("\n".join(line for line in lines if detail_wanted(line)), starts=starts)
+
+        return self.runner.stream(
+            ["scontrol", "show", "job", "-d", "-o"],
+            lambda lines: self._parse("scontrol show job -d -o", lambda: consume(lines)),
+        )
+
     def _read_pyslurm(self, class_key_of: Callable[[], str]) -> QueueRead | None:
         """Jobs through pyslurm when it matches the cluster's release (and no -M is asked for)."""
-        if self.runner.cluster:
+        if self.runner.cluster or self._pyslurm is False:
+            return None
+        if self._pyslurm is None and "pyslurm" not in sys.modules and importlib.util.find_spec("pyslurm") is None:
+            self._pyslurm = False  # not installed: spare importing the reader (~3 ms uncompiled)
             return None
         from gpuq.backends.slurm.pyslurm_read import jobs_from_pyslurm, load_pyslurm
 
@@ -362,7 +450,11 @@ class SlurmBackend(Backend):
         jobs, events = merge_history(read.jobs, records, key, modes)
         self._raw_ids = read.raw_ids
         self.restarts = read.restarts
-        if self._config_src is not config_before or self.history_cache.reads != history_reads:
+        if (
+            self._config_src is not config_before
+            or self.history_cache.reads != history_reads
+            or self._holders_side_changed()
+        ):
             self._save_disk()
         return Snapshot(
             cluster=self.cluster,
@@ -377,9 +469,7 @@ class SlurmBackend(Backend):
     def history(self, since: float, until: float | None = None) -> list[Job]:
         """Finished jobs (and every run's preemptions) from sacct for ``[since, until]``; uncached."""
         cfg = self.preempt_config()
-        args = sacct_args(since, until)
-        text = self.runner.run(args)
-        records = self._parse("sacct", lambda: parse_sacct_parsable(text))
+        records = self._read_history(since, until, disabled_ok=False)
         jobs, _events = merge_history([], records, self._class_key(cfg))
         return jobs
 
@@ -602,6 +692,19 @@ class SlurmBackend(Backend):
 
 def _class_key_of(show: Mapping[str, str]) -> str:
     return "partition" if show.get("PreemptType") == "preempt/partition_prio" else "qos"
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadInput(f"{name}={raw!r} is not a whole number") from None
+    if value < 0:
+        raise BadInput(f"{name}={raw!r}: must be 0 or more")
+    return value
 
 
 def _unset(text: str) -> str:

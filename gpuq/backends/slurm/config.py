@@ -1,5 +1,6 @@
 """The cluster's preemption set-up, read rather than assumed: ``scontrol show config``,
-``sacctmgr show qos`` and ``scontrol show partition -o``.
+``sacctmgr show qos`` and ``scontrol show partition -o``; and QOS ids from slurmctld's own cache
+(``scontrol show assoc_mgr flags=qos``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ __all__ = [
     "Partition",
     "PreemptConfig",
     "Qos",
+    "parse_assoc_mgr_qos_names",
     "parse_duration_text",
     "parse_partitions",
     "parse_qos",
@@ -137,6 +139,28 @@ def parse_qos(text: str) -> dict[str, Qos]:
             preempt_mode=f[4].strip().upper(),
             grace_time_s=parse_duration_text(f[5]) or 0.0,
         )
+    return out
+
+
+def parse_assoc_mgr_qos_names(text: str) -> dict[str, str]:
+    """QOS id -> name from ``scontrol show assoc_mgr flags=qos`` (``QOS=normal(1)`` record heads).
+
+    slurmctld answers from memory, without the slurmdbd round trip ``sacctmgr`` needs. Its QOS
+    records carry only PreemptMode and Priority of the preemption set-up (no Preempt list, no
+    PreemptExemptTime or GraceTime, checked on 22.05), so `parse_qos` stays the source of those;
+    this map lets ``sacct`` print QOSRAW instead of QOS (see `gpuq.backends.slurm.sacct`).
+    Empty when slurmctld caches no QOS ("No QOS currently cached in Slurm.").
+    """
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.startswith("QOS="):
+            continue
+        head = line[4:].split(" ", 1)[0]  # "normal(1)"; with -o the record's other keys follow
+        name, sep, rest = head.rpartition("(")
+        qos_id = rest[:-1] if rest.endswith(")") else ""
+        if not (sep and name and qos_id.isdigit()):
+            raise ValueError(f"unexpected QOS record head {head!r}")
+        out[qos_id] = name
     return out
 
 

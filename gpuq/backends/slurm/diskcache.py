@@ -6,7 +6,10 @@ round trips (``sacctmgr show qos``, ``sacct``). This file keeps them:
 
 - ``config``: the ``scontrol show config`` keys and the ``scontrol show partition -o`` /
   ``sacctmgr show qos`` texts, with when they were read (valid for the backend's ``config_ttl_s``);
-- ``history``: the sacct records of the window and when it was read (`HistoryCache.to_json`).
+- ``history``: the sacct records of the window and when it was read (`HistoryCache.to_json`);
+- ``queue``: how many jobs held GPUs at the last queue read (``gpu_holders``): past the backend's
+  ``detail_one_by_one_max`` the next read starts the full ``scontrol show job -d -o`` beside
+  squeue. Only a hint: a wrong one costs time, never data (see `SlurmBackend._read_queue`).
 
 One file per cluster: the key is the ``-M`` cluster name and the absolute ``SLURM_CONF`` path;
 the file also records slurm.conf's size and modification time, and anything read under another
@@ -59,7 +62,7 @@ class SlurmDiskCache:
         self.cluster = cluster
 
     def load(self) -> dict[str, Any]:
-        """The parts (``config``, ``history``) still valid for this slurm.conf; {} if none."""
+        """The parts (``config``, ``history``, ``queue``) still valid for this slurm.conf; {} if none."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):
@@ -72,7 +75,7 @@ class SlurmDiskCache:
             or data.get("conf_stamp") != _conf_stamp(self.conf)
         ):
             return {}
-        return {k: v for k, v in data.items() if k in ("config", "history") and isinstance(v, dict)}
+        return {k: v for k, v in data.items() if k in ("config", "history", "queue") and isinstance(v, dict)}
 
     def save(self, parts: dict[str, Any]) -> bool:
         """Write ``parts`` atomically (temporary file + rename); False if it could not be written."""

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from gpuq.backends.slurm.sacct import SACCT_FIELDS, AcctRecord
+from gpuq.backends.slurm.sacct import SACCT_FIELDS, SACCT_FIELDS_QOSRAW, AcctRecord
 from gpuq.model import JobState
 
 __all__ = ["HistoryCache", "sacct_args"]
@@ -21,12 +21,13 @@ __all__ = ["HistoryCache", "sacct_args"]
 OVERLAP_S = 600.0
 
 
-def sacct_args(start: float, end: float | None = None) -> list[str]:
-    """``sacct`` for all users' allocations (no steps), every run of requeued jobs (-D)."""
+def sacct_args(start: float, end: float | None = None, *, qos_ids: bool = False) -> list[str]:
+    """``sacct`` for all users' allocations (no steps), every run of requeued jobs (-D); with
+    ``qos_ids`` the QOS column is QOSRAW (one slurmdbd round trip fewer, see `SACCT_FIELDS_QOSRAW`)."""
     fmt = "%Y-%m-%dT%H:%M:%S"  # sacct reads local time
     args = ["sacct", "-n", "-P", "-X", "-D", "-a", "-S", datetime.fromtimestamp(start).strftime(fmt)]
     args += ["-E", datetime.fromtimestamp(end).strftime(fmt) if end else "now"]
-    args += ["-o", ",".join(SACCT_FIELDS)]
+    args += ["-o", ",".join(SACCT_FIELDS_QOSRAW if qos_ids else SACCT_FIELDS)]
     return args
 
 

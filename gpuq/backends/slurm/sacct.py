@@ -17,6 +17,7 @@ from gpuq.model import JobState
 
 __all__ = [
     "SACCT_FIELDS",
+    "SACCT_FIELDS_QOSRAW",
     "AcctRecord",
     "parse_sacct_json",
     "parse_sacct_parsable",
@@ -43,6 +44,10 @@ SACCT_FIELDS: tuple[str, ...] = (
     "AllocTRES",
     "ReqTRES",
 )
+#: The same columns with the QOS as its id. Printing QOS names makes sacct fetch the QOS list
+#: from slurmdbd in a second round trip (measured on the lab, 22.05: 0.23 s -> 0.14 s for a 24 h
+#: read); the ids are mapped back to names from slurmctld (`config.parse_assoc_mgr_qos_names`).
+SACCT_FIELDS_QOSRAW: tuple[str, ...] = tuple("QOSRAW" if f == "QOS" else f for f in SACCT_FIELDS)
 
 
 class AcctRecord(NamedTuple):
@@ -86,8 +91,15 @@ _STATES = {
 }
 
 
-def parse_sacct_parsable(text: str) -> list[AcctRecord]:
-    """``sacct -n -P -X -D -o <SACCT_FIELDS>`` output. ValueError on a short line."""
+def parse_sacct_parsable(
+    text: str, qos_names: Mapping[str, str] | None = None, unknown_qos: set[str] | None = None
+) -> list[AcctRecord]:
+    """``sacct -n -P -X -D -o <SACCT_FIELDS>`` output. ValueError on a short line.
+
+    With ``qos_names`` (QOS id -> name) the output is of ``-o <SACCT_FIELDS_QOSRAW>``: the QOS
+    column holds ids. An id missing from the map (a deleted QOS: slurmctld forgets it, sacct does
+    not) gives ``qos=None`` and is added to ``unknown_qos`` when given.
+    """
     out: list[AcctRecord] = []
     n = len(SACCT_FIELDS)
     times = TIME_CACHE
@@ -115,7 +127,7 @@ def parse_sacct_parsable(text: str) -> list[AcctRecord]:
                 user=f[3],
                 account=clean(f[4]),
                 partition=clean(f[5]),
-                qos=clean(f[6]),
+                qos=clean(f[6]) if qos_names is None else _qos_name(f[6], qos_names, unknown_qos),
                 priority=priority,
                 state=_STATES[f[8]] if f[8] in _STATES else map_state(f[8]),
                 raw_state=f[8],
@@ -127,6 +139,13 @@ def parse_sacct_parsable(text: str) -> list[AcctRecord]:
             )
         )
     return out
+
+
+def _qos_name(qos_id: str, names: Mapping[str, str], unknown: set[str] | None) -> str | None:
+    name = names.get(qos_id)
+    if name is None and unknown is not None and qos_id not in ("", "0"):
+        unknown.add(qos_id)
+    return name
 
 
 def _tres_gpus(items: Iterable[Mapping[str, Any]]) -> int | None:
