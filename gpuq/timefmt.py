@@ -82,11 +82,16 @@ def format_time(epoch: float) -> str:
     if known is not None:
         return known
     if epoch == int(epoch):
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-    moment = datetime.fromtimestamp(epoch, tz=UTC)
-    if moment.microsecond:
-        return moment.isoformat().replace("+00:00", "Z")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+    else:
+        moment = datetime.fromtimestamp(epoch, tz=UTC)
+        text = moment.isoformat().replace("+00:00", "Z") if moment.microsecond else moment.strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+    # Queues repeat times (arrays, bursts of submissions): the next job with this time is a lookup.
+    if len(KNOWN_TEXT) >= CACHE_LIMIT:
+        KNOWN_TEXT.clear()
+    KNOWN_TEXT[epoch] = text
+    return text
 
 
 def format_duration(seconds: float | None) -> str:
