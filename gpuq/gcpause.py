@@ -33,8 +33,11 @@ def gc_paused(*, keep: bool = False) -> Iterator[None]:
     gc.disable()
     try:
         yield
-    finally:
+    except BaseException:
         if was_enabled:
-            if keep:
-                gc.freeze()
-            gc.enable()
+            gc.enable()  # nothing to keep (and a traceback's cycles must stay collectable)
+        raise
+    if was_enabled:
+        if keep:
+            gc.freeze()
+        gc.enable()
