@@ -12,7 +12,8 @@
 2. Events per second: heap events processed (arrivals, finishes, aging, rechecks; stale entries
    of preempted jobs are not counted) per second spent in `run()`, on one-GPU jobs without and
    with preemption, and on the demo cluster's own workload (16 × 8 GPUs, five classes,
-   multi-node jobs, checkpoints, aging, the policy engine choosing victims).
+   multi-node jobs, checkpoints, aging, the policy engine choosing victims), under the default
+   policy (Δ = 0) and as `--backend demo` runs it (its damped site policy and load).
 
 No assertions: this prints measurements (see the closing note of the simulator issue).
 """
@@ -32,6 +33,9 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 
 import seed_demo  # noqa: E402
 
+from gpuq.backends.demo import DEMO_POLICY  # noqa: E402
+from gpuq.backends.demo import LOAD as DEMO_LOAD  # noqa: E402
+from gpuq.backends.demo import MAX_PENDING as DEMO_MAX_PENDING  # noqa: E402
 from gpuq.model import JobClass  # noqa: E402
 from gpuq.policy.config import Mode, Policy  # noqa: E402
 from gpuq.sim.simulator import Simulator  # noqa: E402
@@ -75,8 +79,14 @@ def best_gpuq(specs: list[JobSpec], gpus: int, repeat: int = 3) -> tuple[float, 
     return min(runs, key=lambda r: r[0])
 
 
-def demo_run(days: float, seed: int) -> tuple[float, Simulator]:
-    sim = Simulator(stream=WorkloadStream(seed, ClusterSpec(), load=1.05), start=START, max_pending=300)
+def demo_run(days: float, seed: int, backend_settings: bool = False) -> tuple[float, Simulator]:
+    """The demo cluster's workload under the default policy (Δ = 0: every gap preempts), or with
+    `backend_settings` exactly as `--backend demo` runs it (its damped site policy and load)."""
+    if backend_settings:
+        sim = Simulator(policy=DEMO_POLICY, stream=WorkloadStream(seed, ClusterSpec(), load=DEMO_LOAD), start=START,
+                        max_pending=DEMO_MAX_PENDING)
+    else:
+        sim = Simulator(stream=WorkloadStream(seed, ClusterSpec(), load=1.05), start=START, max_pending=300)
     t = time.perf_counter()
     sim.run_until(START + days * 86400)
     return time.perf_counter() - t, sim
@@ -117,9 +127,11 @@ def main() -> None:
     _, loop, sim = best_gpuq(busy, 128)
     print(_rates("one-GPU jobs, priorities 0-100 (preempting)", loop, sim))
     days = 7.0 if args.quick else 30.0
-    demo_s, demo = demo_run(days, args.seed)
-    util = demo.busy_gpu_s() / (demo.capacity * (demo.now - demo.t0))
-    print(_rates(f"demo cluster 16x8 GPUs, {days:g} simulated days, utilisation {util:.2f}", demo_s, demo))
+    for label, backend_settings in (("default policy", False), ("as --backend demo runs it", True)):
+        demo_s, demo = demo_run(days, args.seed, backend_settings)
+        util = demo.busy_gpu_s() / (demo.capacity * (demo.now - demo.t0))
+        print(_rates(f"demo cluster 16x8 GPUs, {label}, {days:g} simulated days, utilisation {util:.2f}",
+                     demo_s, demo))
 
 
 if __name__ == "__main__":
