@@ -49,3 +49,8 @@ def test_cli_import_is_light() -> None:
     assert _hits(loaded, ("textual", "kubernetes", "pynvml", "gpuq.tui", "gpuq.backends.slurm", "gpuq.sim")) == []
     # Rich is only needed once a table is drawn.
     assert _hits(loaded, ("rich",)) == []
+
+
+def test_json_queue_path_loads_no_table_or_csv_code() -> None:
+    loaded = _modules_after_import("gpuq.cli.main, gpuq.cli.queue, gpuq.cli.render")
+    assert _hits(loaded, ("rich", "csv")) == []
