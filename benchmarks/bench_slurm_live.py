@@ -1,15 +1,28 @@
 """Time `gpuq --backend slurm queue -o json` end to end on the live lab, next to plain `squeue`.
 
     scripts/slurm-lab start && eval "$(scripts/slurm-lab env)"
-    python benchmarks/bench_slurm_live.py [--fill 9500] [--runs 8] [--keep] [--holders 8 --detail-max 2]
+    python benchmarks/bench_slurm_live.py [--fill 9500] [--runs 8] [--aged-runs 3] [--keep]
+                                          [--holders 8 --detail-max 2] [--tree DIR ...] [--rounds N]
 
 With ``--fill N`` it first submits held one-GPU-less ``sleep`` jobs (``sbatch -H``, 8 at a time)
 until the queue has N jobs, and cancels them afterwards unless ``--keep``. The gpuq cache
 (``$XDG_CACHE_HOME/gpuq``) is pointed at a fresh temporary directory, so the first call is a cold
 one (config, sacctmgr and a full-window sacct read) and the later ones are what an operator's
-repeated ``gpuq queue`` costs: within the history TTL (15 s) no slurmdbd round trip at all; the
-``--aged`` call ages the cached sacct read past the TTL first (an incremental sacct read).
-Reports wall seconds per call (each a fresh process, as an operator runs it).
+repeated ``gpuq queue`` costs: within the history TTL (15 s) no slurmdbd round trip at all. Then
+three kinds of aged calls, each made ``--aged-runs`` times from a copy of the cache file as the
+repeated calls left it, with some of its timestamps moved back:
+
+- ``aged_history``: the sacct read's ``fresh_at`` 1 h back (past ``history_ttl_s``; the read
+  window itself is unchanged): an incremental sacct read is due;
+- ``aged_config``: the preemption config's timestamps 90 s back (past ``config_ttl_s`` = 60 s,
+  within ``config_max_age_s``): the config is due for a check (or, before that existed, a re-read);
+- ``aged_both``: every timestamp in the file 65 s back: what an operator typing ``gpuq queue``
+  once a minute gets (config and sacct window both past their TTLs).
+
+Reports wall seconds per call (each a fresh process, as an operator runs it). ``--tree DIR``
+(repeatable) times the ``gpuq`` package under DIR instead of the installed one (``PYTHONPATH=DIR``,
+e.g. an unpacked older revision: ``git archive REV gpuq | tar -x -C DIR``); ``--rounds N`` runs
+all phases N times, alternating the trees, so before/after figures share the machine's state.
 
 The many-GPU-holders path (more jobs holding GPUs than the backend's ``detail_one_by_one_max``,
 default 32: one full ``scontrol show job -d -o`` instead of one read per job) needs more GPU jobs
@@ -33,12 +46,71 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 
 def _wall(argv: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run(argv, stdout=subprocess.DEVNULL, env=env, check=True)  # noqa: S603
     return time.perf_counter() - started
+
+
+def _shift(node: object, keys: frozenset[str], by: float) -> None:
+    """Move the timestamps named `keys` (anywhere in a decoded cache file) `by` seconds back."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in keys and isinstance(value, int | float) and not isinstance(value, bool):
+                node[key] = value - by
+            else:
+                _shift(value, keys, by)
+    elif isinstance(node, list):
+        for item in node:
+            _shift(item, keys, by)
+
+
+#: The cache file's timestamps, by part (older layouts lack some: they are simply not there).
+_CONFIG_TIMES = frozenset({"read_at", "checked_at"})
+_HISTORY_TIMES = frozenset({"read_until", "fresh_at", "at"})
+
+
+def _aged(pristine: dict[str, Any], phase: str) -> dict[str, Any]:
+    data = json.loads(json.dumps(pristine))
+    if phase == "aged_history":
+        data["history"]["fresh_at"] -= 3600
+    elif phase == "aged_config":
+        _shift(data.get("config"), _CONFIG_TIMES, 90)
+    else:  # aged_both: a minute later
+        _shift(data.get("config"), _CONFIG_TIMES, 65)
+        _shift(data.get("history"), _HISTORY_TIMES, 65)
+    return data
+
+
+def _phases(tree: str, base_env: dict[str, str], gpuq: str, runs: int, aged_runs: int) -> dict[str, Any]:
+    cache = tempfile.mkdtemp(prefix="gpuq-bench-cache-")
+    env = {**base_env, "XDG_CACHE_HOME": cache}
+    if tree:
+        env["PYTHONPATH"] = tree
+    cmd = [gpuq, "--backend", "slurm", "queue", "-o", "json"]
+    try:
+        first = _wall(cmd, env)
+        repeated = [_wall(cmd, env) for _ in range(runs)]
+        (path,) = Path(cache, "gpuq").glob("slurm-*.json")
+        pristine = json.loads(path.read_text())
+        out: dict[str, Any] = {
+            "gpuq_first_s": round(first, 3),
+            "gpuq_repeated_s": [round(x, 3) for x in repeated],
+            "gpuq_repeated_median_s": round(statistics.median(repeated), 3),
+        }
+        for phase in ("aged_history", "aged_config", "aged_both"):
+            times = []
+            for _ in range(aged_runs):
+                path.write_text(json.dumps(_aged(pristine, phase)))
+                times.append(_wall(cmd, env))
+            out[f"gpuq_{phase}_s"] = [round(x, 3) for x in times]
+            out[f"gpuq_{phase}_median_s"] = round(statistics.median(times), 3)
+        return out
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def _queue_len() -> int:
@@ -89,6 +161,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fill", type=int, default=0, help="submit held jobs until the queue has this many")
     ap.add_argument("--runs", type=int, default=8, help="repeated calls after the first")
+    ap.add_argument("--aged-runs", type=int, default=3, help="calls per aged phase (each from the same cache)")
+    ap.add_argument("--tree", action="append", default=[], help="time the gpuq package under DIR (repeatable)")
+    ap.add_argument("--rounds", type=int, default=1, help="run every phase this many times, alternating trees")
     ap.add_argument("--keep", action="store_true", help="leave the submitted jobs queued")
     ap.add_argument("--holders", type=int, default=0, help="first start this many 1-GPU jobs (at most 8 on the lab)")
     ap.add_argument(
@@ -101,11 +176,18 @@ def main() -> int:
     if not os.environ.get("SLURM_CONF"):
         print('SLURM_CONF is not set: eval "$(scripts/slurm-lab env)"', file=sys.stderr)
         return 2
+    if args.runs < 1 or args.aged_runs < 1 or args.rounds < 1:
+        print("--runs, --aged-runs and --rounds must be 1 or more", file=sys.stderr)
+        return 2
+    for tree in args.tree:
+        if not Path(tree, "gpuq", "__init__.py").is_file():
+            print(f"--tree {tree}: no gpuq package there", file=sys.stderr)
+            return 2
     gpuq = str(Path(sys.executable).with_name("gpuq"))
-    cache = tempfile.mkdtemp(prefix="gpuq-bench-cache-")
-    env = {**os.environ, "XDG_CACHE_HOME": cache}
+    env = dict(os.environ)
     if args.detail_max is not None:
         env["GPUQ_SLURM_DETAIL_ONE_BY_ONE_MAX"] = str(args.detail_max)
+    trees = args.tree or [""]
     before = _queue_len()
     holders: list[str] = []
     try:
@@ -115,31 +197,25 @@ def main() -> int:
             _fill(args.fill)
         jobs = _queue_len()
         squeue = [_wall(["squeue"], env) for _ in range(5)]
-        cmd = [gpuq, "--backend", "slurm", "queue", "-o", "json"]
-        first = _wall(cmd, env)
-        repeated = [_wall(cmd, env) for _ in range(args.runs)]
-        # Age the cached sacct read past the TTL: the next call reads sacct since then (incremental).
-        (path,) = Path(cache, "gpuq").glob("slurm-*.json")
-        data = json.loads(path.read_text())
-        data["history"]["fresh_at"] -= 3600
-        path.write_text(json.dumps(data))
-        aged = _wall(cmd, env)
-        result = {
+        rounds: dict[str, list[dict[str, Any]]] = {tree or "installed": [] for tree in trees}
+        for _ in range(args.rounds):
+            for tree in trees:
+                rounds[tree or "installed"].append(_phases(tree, env, gpuq, args.runs, args.aged_runs))
+        result: dict[str, Any] = {
             "jobs_in_queue": jobs,
             "squeue_s": round(statistics.median(squeue), 3),
-            "gpuq_first_s": round(first, 3),
-            "gpuq_repeated_s": [round(x, 3) for x in repeated],
-            "gpuq_repeated_median_s": round(statistics.median(repeated), 3),
-            "gpuq_aged_history_s": round(aged, 3),
             "gpu_holders_started": len(holders),
             "GPUQ_SLURM_DETAIL_ONE_BY_ONE_MAX": env.get("GPUQ_SLURM_DETAIL_ONE_BY_ONE_MAX", ""),
             # No bytecode cache (PYTHONDONTWRITEBYTECODE=1, no PYTHONPYCACHEPREFIX) costs ~40 ms of compiling.
             "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", ""),
             "PYTHONPYCACHEPREFIX": os.environ.get("PYTHONPYCACHEPREFIX", ""),
         }
+        if len(rounds) == 1 and args.rounds == 1:
+            result.update(next(iter(rounds.values()))[0])
+        else:
+            result["rounds"] = rounds
         print(json.dumps(result, indent=2))
     finally:
-        shutil.rmtree(cache, ignore_errors=True)
         if holders and not args.keep:
             subprocess.run(["scancel", *holders], check=False)  # noqa: S603, S607
         if args.fill and not args.keep and before == 0:

@@ -85,6 +85,7 @@ class Cluster:
         self.policy_source = policy
         self.audit = audit if audit is not None else AuditLog()
         self._last: Snapshot | None = None
+        self._last_ledger = False  # whether `_last` was read with the ledger
         self._classes_of: Snapshot | None = None
         self._classes: dict[str, JobClass] = {}
 
@@ -98,14 +99,19 @@ class Cluster:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def refresh(self) -> Snapshot:
-        """A fresh snapshot from the backend (also kept as `last`)."""
-        self._last = self.backend.snapshot()
+    def refresh(self, *, ledger: bool = True) -> Snapshot:
+        """A fresh snapshot from the backend (also kept as `last`). ``ledger=False``: the caller
+        shows only queued jobs, no finished jobs or preemption ledger (see `Backend.snapshot`)."""
+        self._last = self.backend.snapshot(ledger=ledger)
+        self._last_ledger = ledger
         return self._last
 
-    def snapshot(self) -> Snapshot:
-        """The last snapshot, reading one if none was read yet."""
-        return self._last if self._last is not None else self.refresh()
+    def snapshot(self, *, ledger: bool = True) -> Snapshot:
+        """The last snapshot, reading one if none was read yet (or if it was read without the
+        ledger and ``ledger`` asks for it)."""
+        if self._last is not None and (self._last_ledger or not ledger):
+            return self._last
+        return self.refresh(ledger=ledger)
 
     def job(self, job_id: str, snapshot: Snapshot | None = None) -> Job:
         snap = snapshot or self.snapshot()

@@ -76,8 +76,14 @@ class Backend(ABC):
     cluster: str
 
     @abstractmethod
-    def snapshot(self) -> Snapshot:
-        """The cluster's state now. Raises Unreachable, PermissionDenied, BadInput (bad CLI output)."""
+    def snapshot(self, *, ledger: bool = True) -> Snapshot:
+        """The cluster's state now. Raises Unreachable, PermissionDenied, BadInput (bad CLI output).
+
+        ``ledger=False`` says the caller shows only the queued jobs: neither finished jobs (SLA)
+        nor the preemption ledger. A backend may then serve those two from a cache it has not
+        confirmed (what it shows of the queued jobs stays as exact as with ``ledger=True``);
+        backends without such a cache ignore it.
+        """
 
     def job_ids(self) -> list[str]:
         """Job ids for shell completion; cheap, and never raises."""

@@ -181,7 +181,7 @@ class DemoBackend(Backend):
 
     # ---- reading ---------------------------------------------------------------------------
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, *, ledger: bool = True) -> Snapshot:  # ledger: nothing cached to skip
         with self._session() as sim:
             return sim.snapshot()
 

@@ -32,7 +32,7 @@ class SnapshotFileBackend(Backend):
     def cluster(self) -> str:  # type: ignore[override]  # known only once the file is read
         return self.snapshot().cluster
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, *, ledger: bool = True) -> Snapshot:  # ledger: the file is all there is
         if self._snapshot is None:
             self._snapshot = read_snapshot_file(self.path)
         return self._snapshot

@@ -90,7 +90,7 @@ def _table(app: App, snapshot: Snapshot, grids: list[NodeGrid]) -> None:
 @pass_app
 def gpus(app: App, nodes: tuple[str, ...]) -> None:
     """Per-node GPU grid: which job holds each GPU."""
-    snapshot = app.cluster.snapshot()
+    snapshot = app.cluster.snapshot(ledger=False)  # GPU holders only: no finished jobs, no ledger
     grids = gpu_grid(snapshot)
     if nodes:
         unknown = sorted(set(nodes) - {g.node.name for g in grids})

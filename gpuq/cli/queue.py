@@ -277,7 +277,7 @@ def queue(
 ) -> None:
     """List jobs with wait, effective priority and preemption counts (24h/total)."""
     wanted = _parse_states(states)
-    snapshot = app.cluster.snapshot()
+    snapshot = app.cluster.snapshot(ledger=wanted is None or not wanted <= frozenset(ACTIVE_DEFAULT))
     rows = queue_rows(
         app,
         snapshot,

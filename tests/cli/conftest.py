@@ -43,7 +43,8 @@ class FakeBackend(Backend):
         cls.state["snapshot"] = dataclasses.replace(read_snapshot_file(SMALL))
         cls.state["calls"] = []
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, *, ledger: bool = True) -> Snapshot:
+        self.state.setdefault("ledger", []).append(ledger)
         if "snapshot_error" in self.state:
             raise self.state["snapshot_error"]
         snapshot: Snapshot = self.state["snapshot"]

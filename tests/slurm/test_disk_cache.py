@@ -101,6 +101,7 @@ def test_config_ttl_is_respected_between_invocations() -> None:
     SlurmBackend(config_ttl_s=60).snapshot()
     data = json.loads(_cache_file().read_text())
     data["config"]["read_at"] -= 61
+    data["config"]["checked_at"] -= 61
     _cache_file().write_text(json.dumps(data))
     _reset_log()
     SlurmBackend(config_ttl_s=60).snapshot()

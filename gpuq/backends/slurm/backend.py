@@ -3,7 +3,9 @@
 Read path (chosen by measurement, see `text`): ``squeue --Format`` (delimited) and
 ``scontrol show job -d -o`` (GPU indexes, restarts, AdminComment) and ``sinfo --Format``, run
 concurrently, plus ``sacct`` through a time-window cache. The slowly changing reads (the
-preemption set-up, the sacct window) are also kept between invocations in `diskcache`. The JSON
+preemption set-up, the sacct window) are also kept between invocations in `diskcache`; past their
+TTLs they are revalidated cheaply where that is safe (the QOS table against slurmctld's own QOS
+cache, `preempt_config`; the sacct window against the queue's restart counts, `snapshot`). The JSON
 readers in `jsonread` parse the same data for ``squeue --json`` users and are tested on 22.05,
 24.11 and 26.05 samples.
 """
@@ -17,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,6 +27,7 @@ from gpuq.backends.base import ActionResult, Backend, NativePlan, PreviewRequest
 from gpuq.backends.slurm.config import (
     QOS_FIELDS,
     PreemptConfig,
+    assoc_mgr_qos_digest,
     parse_assoc_mgr_qos_names,
     parse_duration_text,
     parse_partitions,
@@ -35,7 +38,7 @@ from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.backends.slurm.history import HistoryCache, sacct_args
 from gpuq.backends.slurm.jobs import AdminNote, QueueRead, format_admin_comment, parse_admin_comment
 from gpuq.backends.slurm.merge import merge_history
-from gpuq.backends.slurm.runner import Runner
+from gpuq.backends.slurm.runner import Cancelled, CancelToken, Runner
 from gpuq.backends.slurm.sacct import AcctRecord, parse_sacct_parsable
 from gpuq.backends.slurm.text import (
     JobDetail,
@@ -69,6 +72,26 @@ HOLD_WARNING = (
 )
 TOP_WARNING = "gpuq does not use `scontrol top`: it raises the nice value of the user's other jobs"
 
+#: The ``scontrol show config`` keys kept in the config's fingerprint (with the partitions and
+#: slurmctld's QOS digest): a change in any of them makes `preempt_config` read sacctmgr again.
+FINGERPRINT_KEYS = (
+    "ClusterName",
+    "SLURM_VERSION",
+    "SlurmctldHost[0]",
+    "AccountingStorageType",
+    "AccountingStorageHost",
+    "AccountingStoragePort",
+    "PreemptType",
+    "PreemptMode",
+    "PreemptParameters",
+    "PreemptExemptTime",
+    "SchedulerParameters",
+)
+
+#: One ``scontrol show assoc_mgr flags=qos`` read serves everything that asks within this long
+#: (a snapshot asks for the config fingerprint and for sacct's QOS names at the same moment).
+ASSOC_MGR_REUSE_S = 1.0
+
 
 class SlurmBackend(Backend):
     """A Slurm cluster, found the way Slurm's own commands find it (SLURM_CONF, -M)."""
@@ -95,7 +118,12 @@ class SlurmBackend(Backend):
         persist: bool = True,
         cache_dir: str | Path | None = None,
         detail_one_by_one_max: int | None = None,
+        config_max_age_s: float = 600.0,
+        history_max_age_s: float = 300.0,
     ) -> None:
+        for label, value in (("config_max_age_s", config_max_age_s), ("history_max_age_s", history_max_age_s)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise BadInput(f"{label} must be a number of seconds, 0 or more, not {value!r}")
         self.runner = Runner(cluster, timeout_s)
         if detail_one_by_one_max is None:
             detail_one_by_one_max = _env_int("GPUQ_SLURM_DETAIL_ONE_BY_ONE_MAX", DETAIL_ONE_BY_ONE_MAX)
@@ -108,10 +136,28 @@ class SlurmBackend(Backend):
         self.exempt_qos = exempt_qos or os.environ.get("GPUQ_SLURM_EXEMPT_QOS") or None
         self.graceful_wait_s = graceful_wait_s
         self.history_cache = HistoryCache(history_s, history_ttl_s)
+        #: the longest a cached sacct read stands in for a due one (`snapshot(ledger=False)`)
+        self.history_max_age_s = float(history_max_age_s)
         self._config_ttl_s = config_ttl_s
+        #: the longest a QOS table read from sacctmgr is kept on an unchanged fingerprint
+        self.config_max_age_s = float(config_max_age_s)
         self._config: PreemptConfig | None = None
-        # What the config was built from (saved to disk): read_at (epoch), show, partitions, qos.
+        # What the config was built from (saved to disk): read_at (epoch of the sacctmgr read),
+        # checked_at (epoch of the last read or fingerprint check), show, partitions, qos, fingerprint.
         self._config_src: dict[str, Any] | None = None
+        #: epoch at which this process started the sacctmgr read behind the current config (None:
+        #: adopted from the disk cache): predictions and actions use only a config read since
+        #: the snapshot they act on (`_fresh_config`)
+        self._qos_read_here: float | None = None
+        #: how the last `preempt_config` past its TTL went: "read" (sacctmgr), "kept" (fingerprint
+        #: unchanged, QOS table kept) or "" (none yet)
+        self.config_check = ""
+        #: why the last snapshot waited for a due sacct read ("" when it did not need to, or none
+        #: was due); `history_skipped`: it did not wait and used the cached records
+        self.history_wait = ""
+        self.history_skipped = False
+        self._assoc_lock = threading.Lock()
+        self._assoc_memo: tuple[float, str | None] | None = None
         self._disk = SlurmDiskCache(cluster or "", Path(cache_dir) if cache_dir else None) if persist else None
         self._disk_loaded = False
         self._disk_lock = threading.Lock()
@@ -165,26 +211,102 @@ class SlurmBackend(Backend):
         """PreemptType/Mode/Parameters/ExemptTime, QOS and partitions; cached for ``config_ttl_s``
         (in this process and, with ``persist``, between invocations).
 
-        The three reads run side by side: sacctmgr goes through slurmdbd, the slowest hop.
+        Past the TTL the config is checked rather than re-read: ``scontrol show config``,
+        ``show partition -o`` and ``show assoc_mgr flags=qos`` (slurmctld, from memory, ~5 ms each)
+        give a fingerprint; when it equals the one stored with the cached QOS table and that table
+        is younger than ``config_max_age_s``, the table is kept and ``sacctmgr show qos`` (three
+        slurmdbd round trips) is not run. slurmctld's QOS cache does not show the Preempt lists,
+        PreemptExemptTime or GraceTime, so a change of only those reaches a kept table within
+        ``config_max_age_s``; ``fresh=True`` (predictions, actions) always reads sacctmgr.
         """
         if not fresh:
             self._load_disk()
         now = time.monotonic()
         if self._config is not None and not fresh and now - self._config_at < self._config_ttl_s:
             return self._config
-        read_at = time.time()
-        with ThreadPoolExecutor(max_workers=3) as pool:
+        started = time.time()
+        src = self._config_src
+        keep = (
+            not fresh
+            and self._config is not None
+            and src is not None
+            and src.get("fingerprint") is not None
+            and 0 <= started - float(src["read_at"]) < self.config_max_age_s
+        )
+        with ThreadPoolExecutor(max_workers=4) as pool:
             f_show = pool.submit(self.show_config, fresh=fresh)
             f_parts = pool.submit(self.runner.run, ["scontrol", "show", "partition", "-o"])
-            f_qos = pool.submit(self._read_qos)
-            show, parts_text, qos_text = f_show.result(), f_parts.result(), f_qos.result()
+            f_assoc = pool.submit(self._assoc_mgr_qos)
+
+            def qos_after_assoc() -> str | None:
+                # sacctmgr starts only once slurmctld's QOS cache was read: a QOS change racing the
+                # two reads shows as a changed fingerprint at the next check, never as an unchanged one.
+                f_assoc.exception()  # waits; its error is raised by f_assoc.result() below
+                return self._read_qos()
+
+            f_qos = None if keep else pool.submit(qos_after_assoc)
+            show, parts_text, assoc = f_show.result(), f_parts.result(), f_assoc.result()
+            fingerprint = self._fingerprint(show, parts_text, assoc)
+            kept = keep and src is not None and fingerprint == src["fingerprint"]
+            if kept and src is not None:
+                qos_text, read_at = src["qos"], float(src["read_at"])
+            else:
+                if f_qos is None:
+                    f_qos = pool.submit(self._read_qos)
+                qos_text, read_at = f_qos.result(), started
+            self.config_check = "kept" if kept else "read"
         if "slurmdbd" in show.get("AccountingStorageType", "") and qos_text is None:
             # accounting is on: its error is the operator's problem to see
             qos_text = self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(QOS_FIELDS)])
         cfg = self._build_config(show, parts_text, qos_text)
+        if not kept:
+            self._qos_read_here = started
+            named = sorted(q.split(" ", 1)[0].rpartition("(")[0] for q in fingerprint["qos"]) if fingerprint else []
+            if fingerprint is not None and sorted(cfg.qos) != named:
+                fingerprint = None  # slurmctld's QOS cache and slurmdbd disagree: not a usable check
         self._config, self._config_at = cfg, now
-        self._config_src = {"read_at": read_at, "show": show, "partitions": parts_text, "qos": qos_text}
+        self._config_src = {
+            "read_at": read_at,
+            "checked_at": started,
+            "show": show,
+            "partitions": parts_text,
+            "qos": qos_text,
+            "fingerprint": fingerprint,
+        }
         return cfg
+
+    def _fresh_config(self, since: float | None = None) -> PreemptConfig:
+        """A config whose QOS table this process read from sacctmgr at or after ``since`` (epoch),
+        else a fresh read: what predictions and actions use (never a table kept on a fingerprint)."""
+        if since is not None and self._config is not None and (self._qos_read_here or -1.0) >= since:
+            return self._config
+        return self.preempt_config(fresh=True)
+
+    def _assoc_mgr_qos(self) -> str | None:
+        """``scontrol show assoc_mgr flags=qos`` (slurmctld's QOS cache, ~5 ms); None when refused.
+        One read serves every caller within `ASSOC_MGR_REUSE_S` (the config check and sacct's QOS
+        names ask at the same moment)."""
+        with self._assoc_lock:
+            memo = self._assoc_memo
+            if memo is not None and 0 <= time.monotonic() - memo[0] < ASSOC_MGR_REUSE_S:
+                return memo[1]
+            at = time.monotonic()
+            try:
+                text: str | None = self.runner.run(["scontrol", "show", "assoc_mgr", "flags=qos"])
+            except (Refused, PermissionDenied):
+                text = None
+            self._assoc_memo = (at, text)
+            return text
+
+    def _fingerprint(self, show: Mapping[str, str], parts_text: str, assoc: str | None) -> dict[str, Any] | None:
+        """What the cached QOS table is checked against (None: slurmctld shows no QOS cache to us,
+        so there is nothing to check against and sacctmgr is read each time, as before)."""
+        if assoc is None:
+            return None
+        digest = self._parse("scontrol show assoc_mgr flags=qos", lambda: assoc_mgr_qos_digest(assoc))
+        if not digest and "slurmdbd" in show.get("AccountingStorageType", ""):
+            return None  # slurmctld shows no QOS while slurmdbd has them: nothing to compare
+        return {"show": {k: show.get(k, "") for k in FINGERPRINT_KEYS}, "partitions": parts_text, "qos": digest}
 
     def _build_config(self, show: Mapping[str, str], parts_text: str, qos_text: str | None) -> PreemptConfig:
         parts = self._parse("scontrol show partition -o", lambda: parse_partitions(parts_text))
@@ -225,10 +347,21 @@ class SlurmBackend(Backend):
             self._disk_loaded = True
 
     def _adopt_config(self, src: Mapping[str, Any]) -> None:
+        """Adopt a config read by an earlier invocation: within ``config_ttl_s`` of its last check
+        as it is; older, but with a fingerprint and a QOS table younger than ``config_max_age_s``,
+        as a candidate that `preempt_config` checks before use."""
         try:
-            age = time.time() - float(src["read_at"])
+            now = time.time()
+            read_age = now - float(src["read_at"])
+            age = now - float(src.get("checked_at", src["read_at"]))
             show, parts_text, qos_text = src["show"], src["partitions"], src["qos"]
-            if not (0 <= age < self._config_ttl_s and isinstance(show, dict) and isinstance(parts_text, str)):
+            fingerprint = src.get("fingerprint")
+            if fingerprint is not None and not isinstance(fingerprint, dict):
+                return
+            usable = 0 <= age < self._config_ttl_s or (
+                fingerprint is not None and age >= 0 and 0 <= read_age < self.config_max_age_s
+            )
+            if not (usable and read_age >= age and isinstance(show, dict) and isinstance(parts_text, str)):
                 return
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in show.items()):
                 return
@@ -242,6 +375,7 @@ class SlurmBackend(Backend):
         at = time.monotonic() - age
         self._show = (at, show)
         self._config, self._config_at, self._config_src = cfg, at, dict(src)
+        self._qos_read_here = None
         if not self.cluster:
             self.cluster = show.get("ClusterName", "") or "slurm"
 
@@ -298,19 +432,21 @@ class SlurmBackend(Backend):
     def _qos_names(self) -> dict[str, str] | None:
         """QOS id -> name from slurmctld's cache (``scontrol show assoc_mgr flags=qos``, ~5 ms, no
         slurmdbd hop); None when slurmctld has none or will not say (sacct then prints names)."""
-        try:
-            text = self.runner.run(["scontrol", "show", "assoc_mgr", "flags=qos"])
-        except (Refused, PermissionDenied):
+        text = self._assoc_mgr_qos()
+        if text is None:
             return None
         return self._parse("scontrol show assoc_mgr flags=qos", lambda: parse_assoc_mgr_qos_names(text)) or None
 
-    def _read_history(self, start: float, end: float | None = None, *, disabled_ok: bool = True) -> list[AcctRecord]:
+    def _read_history(
+        self, start: float, end: float | None = None, *, disabled_ok: bool = True, cancel: CancelToken | None = None
+    ) -> list[AcctRecord]:
         """sacct over ``[start, end]``, asking for QOS ids rather than names when slurmctld can name
         them: sacct then spares the slurmdbd round trip that fetches the QOS list (0.23 -> 0.14 s on
-        the lab). A QOS slurmctld does not know (deleted since) makes it ask for names after all."""
+        the lab). A QOS slurmctld does not know (deleted since) makes it ask for names after all.
+        ``cancel``: the snapshot may stop the read (`Cancelled`) once it knows it needs none."""
         names = self._qos_names()
         try:
-            text = self.runner.run(sacct_args(start, end, qos_ids=names is not None))
+            text = self.runner.run(sacct_args(start, end, qos_ids=names is not None), cancel=cancel)
         except Refused as exc:
             if disabled_ok and "accounting storage is disabled" in str(exc).lower():
                 return []
@@ -318,7 +454,7 @@ class SlurmBackend(Backend):
         unknown: set[str] = set()
         records = self._parse("sacct", lambda: parse_sacct_parsable(text, names, unknown))
         if unknown:
-            named = self.runner.run(sacct_args(start, end))
+            named = self.runner.run(sacct_args(start, end), cancel=cancel)
             records = self._parse("sacct", lambda: parse_sacct_parsable(named))
         return records
 
@@ -342,17 +478,19 @@ class SlurmBackend(Backend):
         with ThreadPoolExecutor(max_workers=1) as side:
             beside = side.submit(self._full_details, starts=True) if (self.gpu_holders or 0) > threshold else None
             # The squeue lines are parsed while squeue still prints them; that needs the class key
-            # first (from the config, usually cached), and the GPU indexes come after, from scontrol.
-            key = class_key_of()
+            # (from the config: cached, or being read right now), so squeue starts first and its
+            # lines wait in the pipe for it. The GPU indexes come after, from scontrol.
+            def consume(lines: Iterable[str]) -> QueueRead:
+                key = class_key_of()
+                return self._parse("squeue --Format", lambda: parse_squeue_format(lines, key))
+
             try:
-                read: QueueRead = self.runner.stream(
-                    ["squeue", "-h", "-a", squeue_format_arg()],
-                    lambda lines: self._parse("squeue --Format", lambda: parse_squeue_format(lines, key)),
-                )
+                read: QueueRead = self.runner.stream(["squeue", "-h", "-a", squeue_format_arg()], consume)
             except Refused as exc:
                 if "Invalid job format specification" not in str(exc):
                     raise
                 # An older squeue without AdminComment/RestartCnt: they come from the full detail read.
+                key = class_key_of()
                 text = self.runner.run(["squeue", "-h", "-a", squeue_format_arg(extended=False)])
                 self.detail_read = "full"
                 details = self._full_details()
@@ -423,10 +561,15 @@ class SlurmBackend(Backend):
         except NotFound:
             return ""  # ended between the two reads
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, *, ledger: bool = True) -> Snapshot:
+        """The cluster now. ``ledger=False``: the caller shows only queued jobs (no finished jobs,
+        no preemption ledger), so a due sacct read need not be waited for when the queue shows
+        nothing it would change (`HistoryCache.stand_in_reason`): it is stopped and the cached
+        records, at most ``history_max_age_s`` old, are used; the cache's window stays where it was."""
         taken_at = time.time()
         self._load_disk()
         config_before, history_reads = self._config_src, self.history_cache.reads
+        cancel = CancelToken()
         sinfo_cmd = ["sinfo", "-h", "-N", sinfo_format_arg()]
         # The reads are independent: run them side by side (wall time ~ the slowest one).
         with ThreadPoolExecutor(max_workers=5) as pool:
@@ -436,14 +579,16 @@ class SlurmBackend(Backend):
             f_queue = pool.submit(self._read_queue, lambda: _class_key_of(f_show.result()))
             f_sinfo = pool.submit(self.runner.run, sinfo_cmd)
             f_hist = (
-                pool.submit(self.history_cache.refresh, taken_at, self._read_history)
+                pool.submit(
+                    self.history_cache.refresh, taken_at, lambda start: self._read_history(start, cancel=cancel)
+                )
                 if self.history_cache.window_s > 0
                 else None
             )
             cfg = f_cfg.result()
             read = f_queue.result()
             sinfo_text = f_sinfo.result()
-            records = f_hist.result() if f_hist is not None else []
+            records = self._history_records(f_hist, cancel, read, taken_at, ledger)
         key = self._class_key(cfg)
         nodes = self._parse("sinfo --Format", lambda: parse_sinfo_nodes(sinfo_text))
         modes = {q.name: (q.preempt_mode or cfg.preempt_mode).split(",")[0].lower() for q in cfg.qos.values()}
@@ -466,6 +611,37 @@ class SlurmBackend(Backend):
             preemption_events=tuple(events),
         )
 
+    def _history_records(
+        self, f_hist: Future[list[AcctRecord]] | None, cancel: CancelToken, read: QueueRead, now: float, ledger: bool
+    ) -> list[AcctRecord]:
+        """The sacct records for this snapshot: the refresh's, or, when the caller needs no ledger
+        and the queue shows nothing a new read would change, the cached ones (the read is stopped)."""
+        self.history_wait, self.history_skipped = "", False
+        if f_hist is None:
+            return []
+        if not f_hist.done():  # a sacct read is under way (a refresh within the TTL returns at once)
+            if ledger:
+                reason: str | None = "the caller needs the ledger"
+            elif not read.restarts_known:
+                reason = "squeue showed no restart counts"
+            else:
+                reason = self.history_cache.stand_in_reason(read.jobs, read.restarts, now, self.history_max_age_s)
+            if reason is None:
+                cancel.cancel()
+            else:
+                self.history_wait = reason
+        try:
+            records = f_hist.result()
+        except Cancelled:
+            self.history_skipped = True
+            return self.history_cache.records()
+        cache = self.history_cache
+        if cache.read_until == now and cache.accounted_at != now:
+            # sacct was read for this snapshot (or finished before it could be stopped): record the
+            # restart counts it accounts for, from the squeue read beside it.
+            cache.note_queue(read.jobs, read.restarts)
+        return records
+
     def history(self, since: float, until: float | None = None) -> list[Job]:
         """Finished jobs (and every run's preemptions) from sacct for ``[since, until]``; uncached."""
         cfg = self.preempt_config()
@@ -480,11 +656,13 @@ class SlurmBackend(Backend):
             return []
         return [line.strip() for line in out.splitlines() if line.strip()]
 
-    def read_job(self, job_id: str) -> tuple[Job, str]:
-        """One job and its raw AdminComment, via ``scontrol show job -d -o ID``."""
+    def read_job(self, job_id: str, cfg: PreemptConfig | None = None) -> tuple[Job, str]:
+        """One job and its raw AdminComment, via ``scontrol show job -d -o ID`` (``cfg``: the
+        config an action read fresh; else the cached one)."""
         if not _JOB_ID_RE.match(job_id):
             raise NotFound(f"no job {job_id!r}: Slurm job ids look like 123, 123_4 or 77+1")
-        cfg = self.preempt_config()
+        if cfg is None:
+            cfg = self.preempt_config()
         text = self.runner.run(["scontrol", "show", "job", "-d", "-o", job_id], what=job_id)
         read = self._parse("scontrol show job", lambda: parse_scontrol_jobs(text, self._class_key(cfg)))
         details = self._parse("scontrol show job", lambda: parse_scontrol_detail(text))
@@ -506,6 +684,7 @@ class SlurmBackend(Backend):
         warnings: Sequence[str],
         dry_run: bool,
         fields: Callable[[Job, str], Mapping[str, Any]],
+        cfg: PreemptConfig,
         between: Callable[[int], None] | None = None,
         settled: Callable[[Job], bool] | None = None,
     ) -> ActionResult:
@@ -525,12 +704,12 @@ class SlurmBackend(Backend):
         finally:
             self._expire_history()
         try:
-            job, admin = self.read_job(job_id)
+            job, admin = self.read_job(job_id, cfg)
             # A requeued or cancelled job passes through COMPLETING: report where it lands.
             deadline = time.monotonic() + self.runner.timeout_s
             while settled is not None and not settled(job) and time.monotonic() < deadline:
                 time.sleep(0.5)
-                job, admin = self.read_job(job_id)
+                job, admin = self.read_job(job_id, cfg)
             after = fields(job, admin)
             if set(before) < set(after):
                 after = {k: after[k] for k in before}
@@ -548,7 +727,8 @@ class SlurmBackend(Backend):
         self._save_disk()
 
     def bump(self, job_id: str, *, priority: int | None, urgent: bool, reason: str, dry_run: bool) -> ActionResult:
-        job, _ = self.read_job(job_id)
+        cfg = self._fresh_config()  # an action never relies on a QOS table kept on a fingerprint
+        job, _ = self.read_job(job_id, cfg)
 
         def fields(j: Job, _admin: str) -> dict[str, Any]:
             return {"priority": j.priority, "qos": j.qos}
@@ -575,7 +755,7 @@ class SlurmBackend(Backend):
                 raise Refused(f"priority {priority} would hold job {job_id} (Slurm: Priority=0 is a hold)")
             cmd = ["scontrol", "update", f"JobId={job_id}", f"Priority={priority}"]
             expected = {"priority": priority, "qos": job.qos}
-        return self._act("bump", job_id, before, expected, [cmd], warnings, dry_run, fields)
+        return self._act("bump", job_id, before, expected, [cmd], warnings, dry_run, fields, cfg)
 
     def _top_priority(self) -> int:
         out = self.runner.run(["squeue", "-h", "-t", "PD", "-O", "PriorityLong"])
@@ -583,7 +763,8 @@ class SlurmBackend(Backend):
         return max(values, default=0)
 
     def exempt(self, job_id: str, *, until: float | None, reason: str, dry_run: bool) -> ActionResult:
-        job, admin = self.read_job(job_id)
+        cfg = self._fresh_config()
+        job, admin = self.read_job(job_id, cfg)
         note = parse_admin_comment(admin)
 
         def fields(j: Job, adm: str) -> dict[str, Any]:
@@ -591,7 +772,6 @@ class SlurmBackend(Backend):
 
         before = fields(job, admin)
         warnings: list[str] = []
-        cfg = self.preempt_config()
         args = ["scontrol", "update", f"JobId={job_id}"]
         pending = job.state is JobState.PENDING
         if until is not None:
@@ -630,10 +810,11 @@ class SlurmBackend(Backend):
             "exempt_until": until,
             "admin_comment": comment,
         }
-        return self._act("exempt", job_id, before, expected, [args], warnings, dry_run, fields)
+        return self._act("exempt", job_id, before, expected, [args], warnings, dry_run, fields, cfg)
 
     def preempt(self, job_id: str, *, mode: Mode, reason: str, dry_run: bool) -> ActionResult:
-        job, _ = self.read_job(job_id)
+        cfg = self._fresh_config()
+        job, _ = self.read_job(job_id, cfg)
 
         def fields(j: Job, _admin: str) -> dict[str, Any]:
             return {"state": j.state.value, "reason": j.reason, "nodes": list(j.allocation)}
@@ -656,7 +837,7 @@ class SlurmBackend(Backend):
             # Graceful: SIGTERM to the batch shell and steps, give it time to checkpoint, requeue.
             commands = [["scancel", "--signal=TERM", "--full", job_id], ["scontrol", "requeue", job_id]]
             expected = {"state": "pending", "reason": None, "nodes": []}
-            between = lambda _i: self._wait_stopped(job_id, self.graceful_wait_s)  # noqa: E731
+            between = lambda _i: self._wait_stopped(job_id, self.graceful_wait_s, cfg)  # noqa: E731
             warnings.append(f"waits up to {self.graceful_wait_s:g}s between the signal and the requeue")
         target = JobState(expected["state"])
         return self._act(
@@ -668,14 +849,15 @@ class SlurmBackend(Backend):
             warnings,
             dry_run,
             fields,
+            cfg,
             between,
             settled=lambda j: j.state is target,
         )
 
-    def _wait_stopped(self, job_id: str, wait_s: float) -> None:
+    def _wait_stopped(self, job_id: str, wait_s: float, cfg: PreemptConfig) -> None:
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            job, _ = self.read_job(job_id)
+            job, _ = self.read_job(job_id, cfg)
             if job.state is not JobState.RUNNING:
                 return
             time.sleep(1.0)
@@ -684,7 +866,9 @@ class SlurmBackend(Backend):
     def native_preview(self, snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None:
         from gpuq.backends.slurm.preview import predict_preemption
 
-        cfg = self.preempt_config()
+        # The prediction needs the Preempt lists, PreemptExemptTime and GraceTime, which the
+        # fingerprint check cannot see: a QOS table read from sacctmgr since the snapshot, or now.
+        cfg = self._fresh_config(since=snapshot.taken_at)
         return predict_preemption(
             snapshot, request, cfg, snapshot.taken_at, urgent_qos=self.urgent_qos, raw_ids=self._raw_ids
         )

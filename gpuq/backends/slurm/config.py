@@ -15,6 +15,7 @@ __all__ = [
     "Partition",
     "PreemptConfig",
     "Qos",
+    "assoc_mgr_qos_digest",
     "parse_assoc_mgr_qos_names",
     "parse_duration_text",
     "parse_partitions",
@@ -162,6 +163,45 @@ def parse_assoc_mgr_qos_names(text: str) -> dict[str, str]:
             raise ValueError(f"unexpected QOS record head {head!r}")
         out[qos_id] = name
     return out
+
+
+def assoc_mgr_qos_digest(text: str) -> list[str]:
+    """What slurmctld's QOS cache (``scontrol show assoc_mgr flags=qos``) shows of the preemption
+    set-up: ``name(id) Priority=P PreemptMode=M`` per QOS, sorted; usage counters and limits left
+    out (they change with every job). slurmdbd pushes each QOS change to slurmctld, so this list
+    changes when a QOS is added, removed, renamed or gets another Priority or PreemptMode; it does
+    not show the Preempt list, PreemptExemptTime or GraceTime. ValueError on a malformed record head.
+    """
+    out: list[str] = []
+    head = ""
+    keys: dict[str, str] = {}
+
+    def close() -> None:
+        if head:
+            out.append(f"{head} Priority={keys.get('Priority', '')} PreemptMode={keys.get('PreemptMode', '')}")
+
+    for line in text.splitlines():
+        if line.startswith("QOS="):
+            close()
+            head = line[4:].split(" ", 1)[0]
+            name, sep, rest = head.rpartition("(")
+            if not (sep and name and rest.endswith(")") and rest[:-1].isdigit()):
+                raise ValueError(f"unexpected QOS record head {head!r}")
+            keys = {}
+            # With -o the record is one line: its keys follow the head.
+            for token in line.split()[1:]:
+                key, eq, value = token.partition("=")
+                if eq and key in ("Priority", "PreemptMode"):
+                    keys.setdefault(key, value)
+            continue
+        if not head:
+            continue
+        stripped = line.strip()
+        key, eq, value = stripped.partition("=")
+        if eq and key in ("Priority", "PreemptMode"):
+            keys.setdefault(key, value.strip())
+    close()
+    return sorted(out)
 
 
 def parse_partitions(text: str) -> dict[str, Partition]:

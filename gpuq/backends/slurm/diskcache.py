@@ -5,8 +5,12 @@ sacct time window) would start empty every time and every ``gpuq queue`` would p
 round trips (``sacctmgr show qos``, ``sacct``). This file keeps them:
 
 - ``config``: the ``scontrol show config`` keys and the ``scontrol show partition -o`` /
-  ``sacctmgr show qos`` texts, with when they were read (valid for the backend's ``config_ttl_s``);
-- ``history``: the sacct records of the window and when it was read (`HistoryCache.to_json`);
+  ``sacctmgr show qos`` texts, when sacctmgr was read (``read_at``) and when the whole was last
+  read or checked (``checked_at``: valid for the backend's ``config_ttl_s``), and the fingerprint
+  it is checked against past that (slurmctld's view of the QOS, see `SlurmBackend.preempt_config`;
+  the QOS table is kept for at most ``config_max_age_s`` on an unchanged fingerprint);
+- ``history``: the sacct records of the window, when it was read, and the restart counts that
+  read accounts for per queued job (`HistoryCache.to_json`, `HistoryCache.note_queue`);
 - ``queue``: how many jobs held GPUs at the last queue read (``gpu_holders``): past the backend's
   ``detail_one_by_one_max`` the next read starts the full ``scontrol show job -d -o`` beside
   squeue. Only a hint: a wrong one costs time, never data (see `SlurmBackend._read_queue`).

@@ -180,6 +180,8 @@ class QueueRead:
     jobs: list[Job] = field(default_factory=list)
     #: restart counts (requeues, including preemptions) by job id
     restarts: dict[str, int] = field(default_factory=dict)
+    #: False when the read could not tell restart counts (squeue without RestartCnt and no details)
+    restarts_known: bool = True
     #: the numeric job id Slurm uses internally, by gpuq id (``16_2`` -> ``17``)
     raw_ids: dict[str, str] = field(default_factory=dict)
     #: numeric ids of GPU-holding jobs whose per-GPU indexes still need ``scontrol show job -d``

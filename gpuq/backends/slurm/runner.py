@@ -4,6 +4,10 @@ Mapping (stderr texts verified on 22.05):
 - ``Invalid job id specified`` -> NotFound
 - ``Access/permission denied``, ``Invalid user id`` -> PermissionDenied (operator/admin needed)
 - ``Unable to contact slurm controller`` / connection failures / a hung CLI -> Unreachable
+
+A read whose answer may turn out not to be needed (`SlurmBackend.snapshot` starts ``sacct``
+before it knows) runs with a `CancelToken`: `CancelToken.cancel` kills the command's process
+group, the call reaps it and raises `Cancelled` (nothing half-read is returned).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import IO, TypeVar
 
 from gpuq.errors import GpuqError, NotFound, PermissionDenied, Refused, Unreachable
 
-__all__ = ["Runner", "controller_address"]
+__all__ = ["CancelToken", "Cancelled", "Runner", "controller_address"]
 
 T = TypeVar("T")
 
@@ -61,6 +65,46 @@ def controller_address(conf: str | None = None) -> str:
     return f"{host or 'unknown host'}:{port} (from {path})"
 
 
+class Cancelled(Exception):
+    """A command stopped by its `CancelToken` (or not started, the token being cancelled already).
+
+    Deliberately not a `GpuqError`: it never reaches an operator, the code that cancels catches it.
+    """
+
+
+class CancelToken:
+    """Lets one thread stop commands another thread runs through `Runner.run` (``cancel=``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._procs: set[subprocess.Popen[str]] = set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Kill every command running under this token; later ones are not started."""
+        with self._lock:
+            self._cancelled = True
+            procs = list(self._procs)
+        for proc in procs:
+            if proc.returncode is None:  # not reaped yet (its pid cannot have been reused)
+                _kill_group(proc)
+
+    def _attach(self, proc: subprocess.Popen[str]) -> bool:
+        with self._lock:
+            if self._cancelled:
+                return False
+            self._procs.add(proc)
+            return True
+
+    def _detach(self, proc: subprocess.Popen[str]) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+
 class Runner:
     """Runs Slurm CLIs for one cluster."""
 
@@ -75,10 +119,15 @@ class Runner:
             argv[1:1] = ["-M", self.cluster]
         return argv
 
-    def run(self, args: Sequence[str], *, timeout_s: float | None = None, what: str = "") -> str:
-        """Run; return stdout. Raises NotFound/PermissionDenied/Unreachable/Refused on failure."""
+    def run(
+        self, args: Sequence[str], *, timeout_s: float | None = None, what: str = "", cancel: CancelToken | None = None
+    ) -> str:
+        """Run; return stdout. Raises NotFound/PermissionDenied/Unreachable/Refused on failure, and
+        `Cancelled` when ``cancel`` was cancelled before the command finished."""
         argv = self.argv(args)
         shown = " ".join(argv[:4]) + (" ..." if len(argv) > 4 else "")
+        if cancel is not None:
+            return self._run_cancellable(argv, shown, timeout_s or self.timeout_s, what, cancel)
         try:
             proc = subprocess.run(  # noqa: S603 - an argument list, never a shell
                 argv,
@@ -98,6 +147,43 @@ class Runner:
         if proc.returncode != 0:
             raise self.error(argv, proc.stderr.strip() or proc.stdout.strip(), what)
         return proc.stdout
+
+    def _run_cancellable(self, argv: list[str], shown: str, limit: float, what: str, cancel: CancelToken) -> str:
+        if cancel.cancelled:
+            raise Cancelled(shown)
+        try:
+            # Its own process group, so a kill reaches any child it started too.
+            proc = subprocess.Popen(  # noqa: S603 - an argument list, never a shell
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise Unreachable(f"`{argv[0]}` not found: is the Slurm client installed and on PATH?") from None
+        try:
+            if not cancel._attach(proc):
+                _kill_group(proc)
+            try:
+                out, err = proc.communicate(timeout=limit)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                proc.communicate()  # reap it: no zombie left behind
+                raise Unreachable(
+                    f"`{shown}` did not answer within {limit:g}s; is slurmctld at {controller_address()} up?"
+                ) from None
+        finally:
+            cancel._detach(proc)
+            if proc.poll() is None:  # an exception in between (KeyboardInterrupt): never leave it running
+                _kill_group(proc)
+                proc.wait()
+        if cancel.cancelled and proc.returncode != 0:
+            raise Cancelled(shown)  # killed by the token (a command that had finished keeps its answer)
+        if proc.returncode != 0:
+            raise self.error(argv, err.strip() or out.strip(), what)
+        return out
 
     def stream(
         self,
@@ -176,7 +262,7 @@ class Runner:
         return Refused(f"`{shown}` failed: {first}")
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:

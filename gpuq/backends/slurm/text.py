@@ -149,6 +149,7 @@ def parse_squeue_format(
     out = QueueRead()
     nbasic = len(SQUEUE_FIELDS)
     by_partition = class_key == "partition"
+    restarts_from_details = details is not None
     details = details or {}
     times = _TIME_CACHE
     append = out.jobs.append
@@ -227,6 +228,8 @@ def parse_squeue_format(
             restarts = int(restarts_s) if restarts_s != "0" and restarts_s.isdigit() else 0
         else:
             restarts = detail.restarts if detail else 0
+            if not restarts_from_details:
+                out.restarts_known = False
         if restarts:
             out.restarts[jid] = restarts
     return out
