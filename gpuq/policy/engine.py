@@ -5,7 +5,8 @@ Pure: takes (snapshot, policy, request, now) and returns a Plan; never reads the
 - Single-node requests (at most the GPUs of the largest node) get the exact minimum-cost victim
   set over all nodes, with the tie-breaks of the policy model. Each node has at most a few dozen
   jobs, so an exhaustive branch-and-bound over minimal covers per node is cheap; nodes are visited
-  in order of a cost lower bound so that large clusters examine only a handful.
+  in order of a cost lower bound so that large clusters examine only a handful, and on large
+  clusters only the nodes whose bound can matter are costed at all (`_PrunedOrder`).
 - Multi-node requests get a valid cost-greedy plan: cheapest GPUs first, then redundant victims
   dropped, most expensive first.
 """
@@ -445,8 +446,9 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
                     spared=(), freed_gpus=0, total_cost=0.0,
                     blocked=f"no node that takes work has {g} GPUs (nodes with enough GPUs are down or draining)")
     # Lower bound per node: every missing GPU costs at least the cheapest eligible cost per GPU.
-    # This scan touches every running job, so it works on plain numbers; _Victim objects are
-    # built only for the few nodes the exact search then examines.
+    # Costing a node touches each of its running jobs, so it works on plain numbers; _Victim
+    # objects are built only for the few nodes the exact search then examines. On large clusters
+    # `_PrunedOrder` costs only the nodes that can matter.
     on = ctx.snapshot.running_on()
     numbers = ctx.quick_numbers
     inf = float("inf")
