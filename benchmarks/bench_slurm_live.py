@@ -29,8 +29,8 @@ default 32: one full ``scontrol show job -d -o`` instead of one read per job) ne
 than the lab's 8 GPUs can run, so ``--detail-max N`` lowers the threshold for the timed calls
 (``GPUQ_SLURM_DETAIL_ONE_BY_ONE_MAX=N`` in their environment) and ``--holders M`` first starts M
 one-GPU ``sleep`` jobs (and waits for them to run). The first call then reads the details after
-squeue (no hint yet); the repeated ones start that read beside squeue (the disk cache remembers
-that the last read saw many holders).
+squeue (no hint yet); the repeated ones take the running jobs' indexes from the disk cache (kept
+by job id and run) and read no details at all while those jobs keep running.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 - sacct asked for QOS ids (QOSRAW), named from slurmctld's ``scontrol show assoc_mgr flags=qos``,
   which spares sacct its slurmdbd round trip for the QOS list;
-- the full ``scontrol show job -d -o`` started beside squeue when the last read saw many GPU
-  holders (kept in the disk cache), whose details only fill jobs in the same run.
+- the full ``scontrol show job -d -o`` started beside squeue when the last read had to read many
+  GPU holders' indexes (kept in the disk cache), whose details only fill jobs in the same run.
+  (The indexes kept for running jobs are tested in test_held_indexes.py.)
 
 The lab tests (test_lab_5_read_path.py) check the same on the real cluster.
 """
@@ -96,9 +97,10 @@ def test_many_holders_read_all_details_beside_squeue_next_time() -> None:
     _reset_log()
     first = SlurmBackend(detail_one_by_one_max=2)
     snap1 = first.snapshot()
-    assert first.detail_read == "full" and first.gpu_holders == 6  # no hint yet: after squeue
-    assert json.loads(SlurmDiskCache("").path.read_text())["queue"] == {"gpu_holders": 6}
-    _reset_log()
+    # No hint yet: after squeue. All 6 are kept, so the next read need read none: no hint now either.
+    assert first.detail_read == "full" and first.gpu_holders == 0
+    assert json.loads(SlurmDiskCache("").path.read_text())["queue"]["gpu_holders"] == 0
+    _hint(6)  # as if the last read had found 6 holders it had to read (started since the one before)
     second = SlurmBackend(detail_one_by_one_max=2)  # the next invocation
     snap2 = second.snapshot()
     assert second.detail_read == "beside"
@@ -109,11 +111,13 @@ def test_many_holders_read_all_details_beside_squeue_next_time() -> None:
 
 
 def _hint(holders: int) -> Path:
-    """Leave a disk cache whose last read saw ``holders`` GPU-holding jobs."""
+    """Leave a disk cache whose last read had to read ``holders`` GPU-holding jobs' indexes, and
+    kept none (as if they had all started since)."""
     SlurmBackend(detail_one_by_one_max=2).snapshot()
     cache = SlurmDiskCache("").path
     data = json.loads(cache.read_text())
     data["queue"]["gpu_holders"] = holders
+    data["queue"]["held"] = {}
     cache.write_text(json.dumps(data))
     _reset_log()
     return cache
@@ -135,17 +139,16 @@ def test_a_wrong_guess_still_gives_every_index() -> None:
     snap = backend.snapshot()
     assert backend.detail_read == "beside" and _full_reads() == 1 and _single_reads() == 0
     assert _indexes(snap) == _indexes(reference)
-    assert json.loads(cache.read_text())["queue"] == {"gpu_holders": 6}  # crossed back below: saved
+    assert json.loads(cache.read_text())["queue"]["gpu_holders"] == 6  # crossed back below: saved
     _reset_log()
     again = SlurmBackend(detail_one_by_one_max=8)
-    again.snapshot()
-    assert again.detail_read == "one-by-one" and _full_reads() == 0
+    again.snapshot()  # the 6 are kept now: nothing to read
+    assert again.detail_read == "none" and again.detail_cached == 6 and _full_reads() == _single_reads() == 0
 
 
 def test_a_job_restarted_between_the_reads_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
     reference = SlurmBackend(persist=False).snapshot()
-    SlurmBackend(detail_one_by_one_max=2).snapshot()
-    _reset_log()
+    _hint(6)
     # The full read (beside squeue) shows job 73 with another StartTime: another run's indexes.
     monkeypatch.setenv("FAKE_FULL_RESTARTED", "73")
     backend = SlurmBackend(detail_one_by_one_max=2)

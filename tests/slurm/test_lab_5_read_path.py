@@ -1,14 +1,16 @@
 """The read-path shortcuts on the real lab (qos mode): GPU indexes from a full detail read run
-beside squeue equal those read one job at a time, and sacct's QOS ids named by slurmctld equal the
-names sacct prints itself."""
+beside squeue, or kept in the disk cache for running jobs, equal those read one job at a time, and
+sacct's QOS ids named by slurmctld equal the names sacct prints itself."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from gpuq.backends.slurm import SlurmBackend
+from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.model import Snapshot
 from tests.slurm import lab
 
@@ -39,10 +41,39 @@ def test_many_holders_path_gives_the_one_by_one_indexes() -> None:
     assert {g for g, _alloc in reference.values()} == {1, 2}
     first = SlurmBackend(detail_one_by_one_max=2)  # no hint yet: one full read after squeue
     assert _indexes(first.snapshot(), ids) == reference
-    assert first.detail_read == "full" and first.gpu_holders == 6
+    assert first.detail_read == "full" and first.gpu_holders == 0  # all 6 kept for the next read
+    # As if all 6 had started since: none kept, and the last read had to read 6.
+    path = SlurmDiskCache("").path
+    data = json.loads(path.read_text())
+    data["queue"].update(gpu_holders=6, held={})
+    path.write_text(json.dumps(data))
     second = SlurmBackend(detail_one_by_one_max=2)  # the next invocation: the full read beside squeue
     assert _indexes(second.snapshot(), ids) == reference
     assert second.detail_read == "beside"
+    lab.cancel_all()
+
+
+def test_running_jobs_indexes_come_from_the_cache_until_requeued() -> None:
+    lab.cancel_all()
+    ids = [lab.sbatch(gpus=1, qos="normal", name="holder") for _ in range(8)]  # all 8 GPUs
+    lab.wait_running(ids)
+    reference = _indexes(SlurmBackend(persist=False).snapshot(), ids)
+    first = SlurmBackend(detail_one_by_one_max=2)  # 8 > 2: the full read
+    assert _indexes(first.snapshot(), ids) == reference and first.detail_read == "full"
+    second = SlurmBackend(detail_one_by_one_max=2)  # the next invocation: no scontrol detail read
+    assert _indexes(second.snapshot(), ids) == reference
+    assert second.detail_read == "none" and second.detail_cached == 8 and second.gpu_holders == 0
+
+    # A requeued job starts a new run (a new StartTime, perhaps other GPUs): it is read again.
+    job = ids[0]
+    lab.sh(["scontrol", "requeue", job])
+    lab.wait_for(lambda: lab.states()[job][0] == "PENDING", 30, "the requeued job to be pending")
+    lab.sh(["scontrol", "update", f"JobId={job}", "StartTime=now"])  # no requeue delay
+    lab.wait_running([job], timeout=120)
+    fresh = _indexes(SlurmBackend(persist=False).snapshot(), ids)
+    third = SlurmBackend(detail_one_by_one_max=2)
+    assert _indexes(third.snapshot(), ids) == fresh
+    assert third.detail_read == "one-by-one" and third.detail_cached == 7 and third.gpu_holders == 1
     lab.cancel_all()
 
 

@@ -34,7 +34,7 @@ from gpuq.backends.slurm.config import (
     parse_qos,
     parse_show_config,
 )
-from gpuq.backends.slurm.diskcache import SlurmDiskCache
+from gpuq.backends.slurm.diskcache import Held, SlurmDiskCache, held_from_json, held_to_json
 from gpuq.backends.slurm.history import HistoryCache, sacct_args
 from gpuq.backends.slurm.jobs import AdminNote, QueueRead, format_admin_comment, parse_admin_comment
 from gpuq.backends.slurm.merge import merge_history
@@ -169,13 +169,20 @@ class SlurmBackend(Backend):
         self._config_at = 0.0
         self._raw_ids: dict[str, str] = {}
         self.restarts: dict[str, int] = {}
-        #: GPU-holding jobs the last queue read saw (None: not known); kept on disk, so the next
-        #: invocation knows whether to read all job details beside squeue (see `_read_queue`)
+        #: GPU-holding jobs the last queue read had to read indexes for, not served from `_held`
+        #: (None: not known); kept on disk, so the next invocation knows whether to read all job
+        #: details beside squeue (see `_read_queue`)
         self.gpu_holders: int | None = None
         self._gpu_holders_saved: int | None = None
-        #: how the last snapshot got GPU indexes: "none", "one-by-one", "full" (after squeue),
-        #: "beside" (a full read run beside squeue, all of it used) or "beside+N" (N more read after)
+        #: the GPU indexes of the last read's holders by raw id (None: not known), kept on disk
+        #: (`diskcache.Held`); `_held_saved`: as last loaded or saved
+        self._held: dict[str, Held] | None = None
+        self._held_saved: dict[str, Held] | None = None
+        #: how the last snapshot got GPU indexes: "none" (none read), "one-by-one", "full" (after
+        #: squeue), "beside" (a full read run beside squeue, all of it used) or "beside+N" (N more
+        #: read after); `detail_cached`: how many holders took their indexes from `_held` instead
         self.detail_read = "none"
+        self.detail_cached = 0
 
     # ------------------------------------------------------------------ reading
     def _parse(self, command: str, fn: Callable[[], T]) -> T:
@@ -344,6 +351,8 @@ class SlurmBackend(Backend):
             holders = parts.get("queue", {}).get("gpu_holders")
             if self.gpu_holders is None and isinstance(holders, int) and not isinstance(holders, bool):
                 self.gpu_holders = self._gpu_holders_saved = holders
+            if self._held is None:
+                self._held = self._held_saved = held_from_json(parts.get("queue", {}).get("held"))
             self._disk_loaded = True
 
     def _adopt_config(self, src: Mapping[str, Any]) -> None:
@@ -390,15 +399,20 @@ class SlurmBackend(Backend):
         if self.gpu_holders is not None:
             parts["queue"] = {"gpu_holders": self.gpu_holders}
             self._gpu_holders_saved = self.gpu_holders
+            if self._held is not None:
+                parts["queue"]["held"] = held_to_json(self._held)
+                self._held_saved = self._held
         if parts:
             self._disk.save(parts)
 
     def _holders_side_changed(self) -> bool:
-        """Whether the GPU-holder count crossed `detail_one_by_one_max` since it was last saved
-        (only then is it worth a write: it decides whether the next read starts the full detail
-        read beside squeue)."""
+        """Whether the held indexes changed, or the GPU-holder count crossed `detail_one_by_one_max`,
+        since they were last saved (only then is it worth a write: the count decides whether the
+        next read starts the full detail read beside squeue)."""
         if self.gpu_holders is None:
             return False
+        if self._held is not None and self._held != self._held_saved:
+            return True
         saved = self._gpu_holders_saved
         limit = self.detail_one_by_one_max
         return saved is None or (saved > limit) != (self.gpu_holders > limit)
@@ -468,12 +482,18 @@ class SlurmBackend(Backend):
         instead of after it. Its details are used only for jobs whose StartTime is the same in
         both reads; a job it cannot fill (started, or requeued and started again, between the two
         reads) is read after squeue as before, as is everything when it failed. A wrong guess
-        (few holders after all) costs time, never indexes."""
+        (few holders after all) costs time, never indexes.
+
+        A running job's indexes do not change during its run, so the indexes read for each holder
+        are kept (`_held`, on disk) with the StartTime, nodes and GPU count squeue showed for it;
+        a holder squeue shows with all three the same takes them from there (`_use_held`) and
+        only the others count as needing detail, for the rule above and for the hint."""
         via_pyslurm = self._read_pyslurm(class_key_of)
         if via_pyslurm is not None:
             return via_pyslurm
         self.read_path = "cli"
         self.detail_read = "none"
+        self.detail_cached = 0
         threshold = self.detail_one_by_one_max
         with ThreadPoolExecutor(max_workers=1) as side:
             beside = side.submit(self._full_details, starts=True) if (self.gpu_holders or 0) > threshold else None
@@ -495,6 +515,9 @@ class SlurmBackend(Backend):
                 self.detail_read = "full"
                 details = self._full_details()
                 return self._parse("squeue --Format", lambda: parse_squeue_format(text, key, details))
+            runs = _holder_runs(read)
+            cold = self._held is None
+            self.detail_cached = self._use_held(read, runs)
             self.gpu_holders = len(read.needs_detail)
             if beside is not None:
                 try:
@@ -505,6 +528,34 @@ class SlurmBackend(Backend):
                     # every_holding, as after squeue below: the same jobs get indexes either way.
                     read = apply_details(read, early, every_holding=True, same_run=True)
                     self.detail_read = f"beside+{len(read.needs_detail)}" if read.needs_detail else "beside"
+        read = self._read_details(read, threshold)
+        self._held = _held_after(read, runs)
+        if cold:
+            # Nothing was known before this read, so its misses say nothing about how many jobs
+            # start between two reads: the hint counts only the holders the next read cannot take
+            # from `_held` (not the ones read this time, which it can).
+            self.gpu_holders = len(runs) - len(self._held)
+        return read
+
+    def _use_held(self, read: QueueRead, runs: dict[str, tuple[float, tuple[str, ...], int]]) -> int:
+        """Fill the holders whose run (StartTime, nodes, GPU count as squeue shows them) is the one
+        `_held` has indexes for; returns how many. A requeued job starts a new run (another
+        StartTime); a resize (``scontrol update NumNodes=``) keeps StartTime but changes the nodes
+        and the GPU count: either is read again."""
+        held = self._held
+        if not held or not runs:
+            return 0
+        kept = {
+            raw: JobDetail(allocation=dict(entry[3]), start=entry[0])
+            for raw, run in runs.items()
+            if (entry := held.get(raw)) is not None and entry[:3] == run
+        }
+        before = len(read.needs_detail)
+        apply_details(read, kept, same_run=True)
+        return before - len(read.needs_detail)
+
+    def _read_details(self, read: QueueRead, threshold: int) -> QueueRead:
+        """GPU indexes for the holders still without: one read each when few, else the full read."""
         if not read.needs_detail:
             return read
         if len(read.needs_detail) > threshold:
@@ -876,6 +927,47 @@ class SlurmBackend(Backend):
 
 def _class_key_of(show: Mapping[str, str]) -> str:
     return "partition" if show.get("PreemptType") == "preempt/partition_prio" else "qos"
+
+
+def _holder_runs(read: QueueRead) -> dict[str, tuple[float, tuple[str, ...], int]]:
+    """The run of each holder still needing indexes, as squeue shows it: StartTime, nodes (sorted;
+    the placeholder allocation's keys) and GPU count. A job without a StartTime or nodes is left
+    out (never cached: read every time)."""
+    need = set(read.needs_detail)
+    if not need:
+        return {}
+    raw_ids = read.raw_ids
+    out: dict[str, tuple[float, tuple[str, ...], int]] = {}
+    for job in read.jobs:
+        raw = raw_ids[job.id]
+        if raw in need and job.start_time is not None and job.allocation:
+            out[raw] = (job.start_time, tuple(sorted(job.allocation)), job.gpus)
+    return out
+
+
+def _held_after(read: QueueRead, runs: Mapping[str, tuple[float, tuple[str, ...], int]]) -> dict[str, Held]:
+    """What to keep for the next read: the indexes of this read's holders that got complete ones
+    (every index known, on the job's own nodes), by the run squeue showed. Nothing else, so it
+    holds the current holders only and does not grow."""
+    if not runs:
+        return {}
+    missing = set(read.needs_detail)
+    raw_ids = read.raw_ids
+    out: dict[str, Held] = {}
+    for job in read.jobs:
+        raw = raw_ids[job.id]
+        run = runs.get(raw)
+        if run is None or raw in missing or not job.allocation:
+            continue
+        alloc: dict[str, tuple[int, ...]] = {}
+        for node, idx in job.allocation.items():
+            known = tuple(i for i in idx if i is not None)
+            if not known or len(known) != len(idx) or node not in run[1]:
+                break  # an unknown index, or a node squeue did not show: read it next time too
+            alloc[node] = known
+        else:
+            out[raw] = (run[0], run[1], run[2], alloc)
+    return out
 
 
 def _env_int(name: str, default: int) -> int:

@@ -11,9 +11,12 @@ round trips (``sacctmgr show qos``, ``sacct``). This file keeps them:
   the QOS table is kept for at most ``config_max_age_s`` on an unchanged fingerprint);
 - ``history``: the sacct records of the window, when it was read, and the restart counts that
   read accounts for per queued job (`HistoryCache.to_json`, `HistoryCache.note_queue`);
-- ``queue``: how many jobs held GPUs at the last queue read (``gpu_holders``): past the backend's
+- ``queue``: the GPU indexes of the jobs that held GPUs at the last queue read (``held``: by raw
+  job id, with the StartTime, node list and GPU count squeue showed for that run; `held_to_json`),
+  and how many holders that read had to read indexes for (``gpu_holders``): past the backend's
   ``detail_one_by_one_max`` the next read starts the full ``scontrol show job -d -o`` beside
-  squeue. Only a hint: a wrong one costs time, never data (see `SlurmBackend._read_queue`).
+  squeue. A held entry is used only for a job squeue shows with the same StartTime, nodes and GPU
+  count; the count is only a hint: a wrong one costs time, never data (see `SlurmBackend._read_queue`).
 
 One file per cluster: the key is the ``-M`` cluster name and the absolute ``SLURM_CONF`` path;
 the file also records slurm.conf's size and modification time, and anything read under another
@@ -34,10 +37,53 @@ from typing import Any
 
 from gpuq import locations
 
-__all__ = ["FORMAT", "SlurmDiskCache", "slurm_conf_path"]
+__all__ = ["FORMAT", "Held", "SlurmDiskCache", "held_from_json", "held_to_json", "slurm_conf_path"]
 
 #: Bumped when the layout changes; a file of another format is ignored.
 FORMAT = "gpuq.slurm-cache/v1"
+
+
+#: One GPU-holding job's run as squeue showed it -- StartTime (epoch), its nodes (sorted), its GPU
+#: count -- and the per-node GPU indexes ``scontrol show job -d`` gave for that run.
+Held = tuple[float, tuple[str, ...], int, dict[str, tuple[int, ...]]]
+
+
+def held_to_json(held: dict[str, Held]) -> dict[str, Any]:
+    """``held`` as JSON: ``{raw id: [start, [nodes], gpus, {node: [indexes]}]}``."""
+    return {
+        raw: [start, list(nodes), gpus, {n: list(i) for n, i in alloc.items()}]
+        for raw, (start, nodes, gpus, alloc) in held.items()
+    }
+
+
+def held_from_json(data: object) -> dict[str, Held] | None:
+    """The ``held`` part as written by `held_to_json`; None (nothing known) if any of it is off."""
+    if not isinstance(data, dict):
+        return None
+    out: dict[str, Held] = {}
+    try:
+        for raw, (start, nodes, gpus, alloc) in data.items():
+            if (
+                not isinstance(raw, str)
+                or isinstance(start, bool)
+                or not isinstance(start, int | float)
+                or not isinstance(nodes, list)
+                or not all(isinstance(n, str) for n in nodes)
+                or isinstance(gpus, bool)
+                or not isinstance(gpus, int)
+                or not isinstance(alloc, dict)
+                or not alloc
+            ):
+                return None
+            idx: dict[str, tuple[int, ...]] = {}
+            for node, ids in alloc.items():
+                if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+                    return None
+                idx[node] = tuple(ids)
+            out[raw] = (float(start), tuple(nodes), gpus, idx)
+    except (TypeError, ValueError):  # an entry that is not a 4-item list
+        return None
+    return out
 
 
 def slurm_conf_path() -> str:

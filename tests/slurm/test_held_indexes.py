@@ -1,0 +1,188 @@
+"""GPU indexes kept in the disk cache for running jobs (stand-in CLIs, real 22.05 captures).
+
+A holder whose squeue StartTime, nodes and GPU count equal those kept with its indexes takes them
+from the cache; a requeue (new StartTime), a resize (other nodes or GPU count), a job new to the
+cache, or a missing or corrupt cache is read from scontrol. The cache keeps the current holders only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuq.backends.slurm import SlurmBackend
+from gpuq.backends.slurm.diskcache import SlurmDiskCache
+from gpuq.backends.slurm.text import DELIM
+from gpuq.model import Snapshot
+from tests.slurm.samples import LIVE
+from tests.slurm.test_backend_fake_cli import fake  # noqa: F401 - the stand-in CLIs, by name below
+
+pytestmark = pytest.mark.usefixtures("fake")
+
+#: The captured queue's GPU holders (raw ids) and job 73's line: 3 GPUs on gpu1.
+HOLDERS = {"65", "66", "67", "68", "72", "73"}
+STATE, START, TRES_ALLOC, NODELIST = 11, 15, 19, 21
+
+
+def _calls() -> list[str]:
+    return Path(os.environ["FAKE_LOG"]).read_text().splitlines()
+
+
+def _detail_reads() -> list[str]:
+    return [c for c in _calls() if c.startswith("scontrol show job -d -o")]
+
+
+def _reset_log() -> None:
+    Path(os.environ["FAKE_LOG"]).write_text("")
+
+
+def _indexes(snap: Snapshot) -> dict[str, tuple[int, dict[str, tuple[int | None, ...]]]]:
+    return {j.id: (j.gpus, dict(j.allocation)) for j in snap.jobs if j.allocation}
+
+
+def _cache() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(SlurmDiskCache("").path.read_text())
+    return data
+
+
+def _write_cache(data: dict[str, Any]) -> None:
+    SlurmDiskCache("").path.write_text(json.dumps(data))
+
+
+def _bindir() -> Path:
+    return Path(os.environ["PATH"].split(os.pathsep)[0])
+
+
+def _squeue(bindir: Path, raw: str, edit: Callable[[list[str]], None]) -> None:
+    """squeue shows job ``raw`` with its fields changed by ``edit`` (the rest as captured)."""
+    lines = (LIVE / "squeue-format.txt").read_text().splitlines()
+    for i, line in enumerate(lines):
+        fields = line.split(DELIM)
+        if fields[0] == raw:
+            edit(fields)
+            lines[i] = DELIM.join(fields)
+    text = bindir.parent / "squeue-edited.txt"
+    text.write_text("\n".join(lines) + "\n")
+    squeue = bindir / "squeue"
+    squeue.write_text(f'#!/bin/bash\necho "squeue $*" >> "$FAKE_LOG"\ncat {text}\n')
+
+
+def _warm(**kw: Any) -> Snapshot:
+    """A first invocation (every holder read), then a clean log."""
+    snap = SlurmBackend(**kw).snapshot()
+    assert sorted(_cache()["queue"]["held"]) == sorted(HOLDERS)
+    _reset_log()
+    return snap
+
+
+@pytest.mark.parametrize("threshold", [2, 32])
+def test_a_later_read_takes_every_running_jobs_indexes_from_the_cache(threshold: int) -> None:
+    reference = SlurmBackend(persist=False).snapshot()
+    first = SlurmBackend(detail_one_by_one_max=threshold)
+    first.snapshot()
+    assert first.detail_read == ("full" if threshold == 2 else "one-by-one") and first.detail_cached == 0
+    assert first.gpu_holders == 0  # all 6 kept: the next read need read none (no full read beside squeue)
+    _reset_log()
+    second = SlurmBackend(detail_one_by_one_max=threshold)
+    snap = second.snapshot()
+    assert _detail_reads() == []
+    assert second.detail_read == "none" and second.detail_cached == 6 and second.gpu_holders == 0
+    assert _indexes(snap) == _indexes(reference)
+    assert {j.id: j for j in snap.jobs} == {j.id: j for j in reference.jobs}
+    assert any(None not in idx for _g, alloc in _indexes(snap).values() for idx in alloc.values())
+
+
+def test_a_requeued_job_is_read_again() -> None:
+    _warm()
+    before = _cache()["queue"]["held"]["73"][0]
+    _squeue(_bindir(), "73", lambda f: f.__setitem__(START, "2026-11-29T19:30:00"))  # started again
+    backend = SlurmBackend()
+    backend.snapshot()
+    assert _detail_reads() == ["scontrol show job -d -o 73"] and backend.detail_cached == 5
+    assert _cache()["queue"]["held"]["73"][0] != before  # kept under its new run
+
+
+def test_a_resized_job_is_read_again() -> None:
+    bindir = _bindir()
+    _warm()
+    # Fewer GPUs (same StartTime, as after `scontrol update NumNodes=`): read again.
+    _squeue(bindir, "73", lambda f: f.__setitem__(TRES_ALLOC, f[TRES_ALLOC].replace("gres/gpu=3", "gres/gpu=2")))
+    backend = SlurmBackend()
+    backend.snapshot()
+    assert _detail_reads() == ["scontrol show job -d -o 73"] and backend.detail_cached == 5
+    # Other nodes, same count: read again too.
+    _squeue(bindir, "none", lambda f: None)  # the captured queue again
+    _warm()
+    _squeue(bindir, "72", lambda f: f.__setitem__(NODELIST, "gpu1"))
+    backend = SlurmBackend()
+    backend.snapshot()
+    assert _detail_reads() == ["scontrol show job -d -o 72"] and backend.detail_cached == 5
+
+
+def test_a_job_new_to_the_cache_is_read() -> None:
+    reference = SlurmBackend(persist=False).snapshot()
+    _warm()
+    data = _cache()
+    del data["queue"]["held"]["68"]
+    _write_cache(data)
+    backend = SlurmBackend()
+    snap = backend.snapshot()
+    assert _detail_reads() == ["scontrol show job -d -o 68"] and backend.detail_cached == 5
+    assert _indexes(snap) == _indexes(reference)
+    assert sorted(_cache()["queue"]["held"]) == sorted(HOLDERS)
+
+
+def test_the_cache_keeps_the_current_holders_only() -> None:
+    _warm()
+    data = _cache()
+    data["queue"]["held"]["999"] = [1.0, ["gpu1"], 1, {"gpu1": [0]}]  # a job that has ended since
+    _write_cache(data)
+    # ...and job 73 has ended too (squeue shows it COMPLETED).
+    _squeue(_bindir(), "73", lambda f: f.__setitem__(STATE, "COMPLETED"))
+    backend = SlurmBackend()
+    backend.snapshot()
+    assert _detail_reads() == [] and backend.detail_cached == 5
+    assert sorted(_cache()["queue"]["held"]) == sorted(HOLDERS - {"73"})
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda path, data: path.unlink(),
+        lambda path, data: path.write_text('{"format": "gpuq.slurm-cache/v1", "held": '),
+        lambda path, data: path.write_text(json.dumps({**data, "queue": {**data["queue"], "held": {"73": "x"}}})),
+        lambda path, data: path.write_text(
+            json.dumps({**data, "queue": {**data["queue"], "held": {"73": [1.0, ["gpu1"], 3, {"gpu1": [0, None]}]}}})
+        ),
+        lambda path, data: path.write_text(json.dumps({**data, "queue": {**data["queue"], "held": []}})),
+    ],
+    ids=["missing", "truncated", "bad-entry", "bad-index", "not-a-map"],
+)
+def test_a_missing_or_corrupt_cache_means_reading(spoil: Callable[[Path, dict[str, Any]], None]) -> None:
+    reference = SlurmBackend(persist=False).snapshot()
+    _warm()
+    path = SlurmDiskCache("").path
+    spoil(path, _cache())
+    backend = SlurmBackend()
+    snap = backend.snapshot()
+    assert sorted(c.rsplit(" ", 1)[1] for c in _detail_reads()) == sorted(HOLDERS)
+    assert backend.detail_cached == 0 and backend.detail_read == "one-by-one"
+    assert _indexes(snap) == _indexes(reference)
+    assert sorted(_cache()["queue"]["held"]) == sorted(HOLDERS)  # and kept again
+
+
+def test_wrong_indexes_under_another_run_are_never_shown() -> None:
+    reference = SlurmBackend(persist=False).snapshot()
+    _warm()
+    data = _cache()
+    start, nodes, gpus, _alloc = data["queue"]["held"]["73"]
+    data["queue"]["held"]["73"] = [start - 60, nodes, gpus, {nodes[0]: [5, 6, 7]}]  # an earlier run's
+    _write_cache(data)
+    snap = SlurmBackend().snapshot()
+    assert _detail_reads() == ["scontrol show job -d -o 73"]
+    assert _indexes(snap) == _indexes(reference)
