@@ -124,6 +124,7 @@ class Simulator:
             return
         self.policy = policy
         self._urgent = float(policy.urgent_priority)
+        self._gated = policy.min_runtime_s > 0 or policy.max_preemptions_per_day > 0  # time-limited protections
         self._cinfo: dict[str, _ClassInfo] = {}
         for cls in self.classes:
             self._class_info(cls.name)
@@ -182,11 +183,9 @@ class Simulator:
         `renew=False` keeps the victim-heap version (restoring saved state).
         """
         info = self._cinfo.get(job.cls) or self._class_info(job.cls)
-        policy = self.policy
         # (the common case, without aging, urgency or protections, needs no arithmetic)
         job.rep = float(job.priority) if info.max_wait is None and not job.urgent else self._rep(job)
-        gated = policy.min_runtime_s > 0 or policy.max_preemptions_per_day > 0 or job.exempt_until is not None
-        job.prot = self._protection_end(job, self.now) if gated else 0.0
+        job.prot = self._protection_end(job, self.now) if self._gated or job.exempt_until is not None else 0.0
         if renew:
             job.hver += 1
         if job.drain_until is None and info.preemptible:
@@ -370,7 +369,11 @@ class Simulator:
         now = self.now
         self._queue.remove(job)
         job.alloc = self._gpus.take(placement)
-        job.place = tuple([(i, len(idx)) for i, idx in placement])
+        if len(placement) == 1:  # (the common case, without building a list)
+            node_index, indexes = placement[0]
+            job.place = ((node_index, len(indexes)),)
+        else:
+            job.place = tuple([(i, len(idx)) for i, idx in placement])
         job.state = RUNNING
         job.run_start = now
         job.drain_until = None
