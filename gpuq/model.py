@@ -181,25 +181,19 @@ class Snapshot:
     nodes: tuple[Node, ...] = ()
     jobs: tuple[Job, ...] = ()
     preemption_events: tuple[PreemptionEvent, ...] = ()
-    # Derived indexes, built on first use. The snapshot never changes, so they never go stale.
-    _by_id: dict[str, Job] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _placement: list[tuple[dict[str, int], dict[str, tuple[Job, ...]]]] = field(
-        default_factory=list, init=False, repr=False, compare=False
-    )
+    # Derived indexes (`derived`), built on first use. The snapshot never changes, so they never
+    # go stale.
     _derived: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def job(self, job_id: str) -> Job | None:
         """Look a job up by id."""
-        if not self._by_id and self.jobs:
-            with gc_paused(keep=True):
-                self._by_id.update((j.id, j) for j in self.jobs)
-        return self._by_id.get(job_id)
+        by_id: dict[str, Job] | None = self._derived.get("model.by_id")  # (a lookup: called per job)
+        if by_id is None:
+            by_id = self.derived("model.by_id", lambda: {j.id: j for j in self.jobs})
+        return by_id.get(job_id)
 
     def _placement_index(self) -> tuple[dict[str, int], dict[str, tuple[Job, ...]]]:
-        if not self._placement:
-            with gc_paused(keep=True):
-                self._placement.append(self._build_placement())
-        return self._placement[0]
+        return self.derived("model.placement", self._build_placement)
 
     def _build_placement(self) -> tuple[dict[str, int], dict[str, tuple[Job, ...]]]:
         used: dict[str, int] = {}
@@ -215,10 +209,8 @@ class Snapshot:
         return used, {n: tuple(js) for n, js in running.items()}
 
     def derived(self, key: Hashable, build: Callable[[], T]) -> T:
-        """A value computed from this snapshot by another layer (an index of its own), built once.
-
-        `key` must say everything the value depends on besides the snapshot itself.
-        """
+        """A value computed from this snapshot (an index, this module's or another layer's), built
+        once. `key` must say everything the value depends on besides the snapshot itself."""
         try:
             return cast(T, self._derived[key])
         except KeyError:
