@@ -26,6 +26,7 @@ from gpuq.policy.rules import (
     Reason,
     effective_priority,
     gpu_seconds_lost,
+    loss_start,
     protection,
 )
 
@@ -319,37 +320,21 @@ def _make_plan(
 _PRUNE_MIN_NODES = 64
 
 
-def _loss_order(snapshot: Snapshot, interval_by_default: bool) -> tuple[tuple[float, str], ...]:
-    """Nodes holding running jobs, as (latest loss start, node), most recent first.
+def _loss_order(snapshot: Snapshot, policy: Policy) -> tuple[tuple[float, str], ...]:
+    """Nodes holding running jobs, as (latest `loss_start` of their jobs, node), most recent first.
 
-    A job's loss start is the moment from which a preemption now would lose its work (its start
-    or last checkpoint; +inf when a checkpoint interval, its own or the policy's default, may make
-    the loss anything down to 0). So every running job on a node costs at least
-    `lost_work_weight × (now − the node's latest loss start)` per GPU it holds there.
+    Every running job on a node costs at least `lost_work_weight × (now − that moment)` per GPU it
+    holds there. Kept on the snapshot per sign of the default checkpoint interval, the only part
+    of the policy `loss_start` reads.
     """
 
     def build() -> tuple[tuple[float, str], ...]:
-        inf = float("inf")
-        order: list[tuple[float, str]] = []
-        for name, jobs in snapshot.running_on().items():
-            latest = -inf
-            for job in jobs:
-                start, saved, interval = job.start_time, job.last_checkpoint_time, job.checkpoint_interval_s
-                if start is None:
-                    since = inf
-                elif saved is not None:
-                    since = saved if saved > start else start
-                elif (interval is not None and interval > 0) or (interval is None and interval_by_default):
-                    since = inf
-                else:
-                    since = start
-                if since > latest:
-                    latest = since
-            order.append((-latest, name))
-        order.sort()
+        order = sorted(
+            (-max(loss_start(job, policy) for job in jobs), name) for name, jobs in snapshot.running_on().items()
+        )
         return tuple((-neg, name) for neg, name in order)
 
-    return snapshot.derived(("engine.loss_order", interval_by_default), build)
+    return snapshot.derived(("engine.loss_order", policy.default_checkpoint_interval_s > 0), build)
 
 
 class _PrunedOrder:
@@ -379,17 +364,18 @@ class _PrunedOrder:
         wanted = {n.name for n in candidates}
         order = [
             (lw * (now - latest) if now > latest else 0.0, name)
-            for latest, name in _loss_order(ctx.snapshot, policy.default_checkpoint_interval_s > 0)
+            for latest, name in _loss_order(ctx.snapshot, policy)
             if name in wanted
         ]
         need_min = max(1, g - max(free[n.name] for n in candidates))
         return cls(order, need_min)
 
-    def _pull(self, bound: Callable[[str], tuple[float, str, int]], heap: list[tuple[float, str, int]]) -> None:
+    def _cost_next(self, bound: Callable[[str], tuple[float, str, int]]) -> tuple[float, str, int]:
+        """Cost the next node in weak-bound order."""
         name = self.order[self.next][1]
         self.next += 1
         self.visited.add(name)
-        heapq.heappush(heap, bound(name))
+        return bound(name)
 
     def ascending(self, bound: Callable[[str], tuple[float, str, int]]) -> Iterator[tuple[float, str, int]]:
         heap: list[tuple[float, str, int]] = []
@@ -398,13 +384,13 @@ class _PrunedOrder:
             if not heap:
                 if self.next >= len(order):
                     return
-                self._pull(bound, heap)
+                heapq.heappush(heap, self._cost_next(bound))
                 continue
             top = heap[0][0]
             # (a hair of slack: pulling one node too many is harmless, one too few is not)
             limit = top * (1 + 1e-9) + 1e-9
             if self.next < len(order) and need_min * order[self.next][0] <= limit:
-                self._pull(bound, heap)
+                heapq.heappush(heap, self._cost_next(bound))
                 continue
             yield heapq.heappop(heap)
 
@@ -413,10 +399,7 @@ class _PrunedOrder:
         order = self.order
         limit = ceiling * (1 + 1e-9) + _EPS
         while self.next < len(order) and order[self.next][0] <= limit:
-            name = order[self.next][1]
-            self.next += 1
-            self.visited.add(name)
-            bound(name)
+            self._cost_next(bound)
 
     def in_node_order(
         self, candidates: list[Node], on: Mapping[str, tuple[Job, ...]], seen: dict[str, tuple[Job, float]]

@@ -6,6 +6,7 @@ front ends so that every view computes the same numbers. Definitions: README "Po
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 
 from gpuq.model import DAY_S, Job, JobClass, JobState
@@ -17,6 +18,7 @@ __all__ = [
     "checkpoint_interval",
     "effective_priority",
     "gpu_seconds_lost",
+    "loss_start",
     "protection",
     "victim_cost",
 ]
@@ -75,6 +77,21 @@ def gpu_seconds_lost(job: Job, policy: Policy, now: float) -> float:
     if interval > 0:
         return job.gpus * (ran % interval)
     return job.gpus * ran
+
+
+def loss_start(job: Job, policy: Policy) -> float:
+    """From when `gpu_seconds_lost` counts a preemption's loss: the later of the job's start and
+    last checkpoint; +inf when nothing can be said for sure (not started, or a checkpoint interval
+    makes the loss `ran mod interval`, anything down to 0). For every `now`:
+    `gpu_seconds_lost(job, policy, now) >= job.gpus * max(0, now - loss_start(job, policy))`.
+    Depends on the policy only through whether its default checkpoint interval is positive."""
+    if job.start_time is None:
+        return math.inf
+    if job.last_checkpoint_time is not None:
+        return max(job.start_time, job.last_checkpoint_time)
+    if checkpoint_interval(job, policy) > 0:
+        return math.inf
+    return job.start_time
 
 
 def victim_cost(job: Job, cls: JobClass, policy: Policy, now: float) -> float:

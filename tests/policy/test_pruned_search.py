@@ -103,3 +103,27 @@ def test_pruned_search_costs_only_the_nodes_that_can_matter(monkeypatch: pytest.
     plan = plan_preemption(snapshot, Policy(), Request(gpus=8, priority=100), NOW)
     assert [v.job_id for v in plan.victims] == ["j137"]
     assert len(built) == 1 and len(built[0].visited) < 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(st.none(), st.floats(0, 90_000)),  # started this long ago
+    st.one_of(st.none(), st.floats(0, 90_000)),  # last checkpoint this long ago
+    st.sampled_from([None, 0.0, 600.0]),  # the job's own checkpoint interval
+    st.sampled_from([0.0, 900.0]),  # the policy's default
+    st.integers(1, 8),
+)
+def test_loss_start_bounds_the_lost_work(
+    ran: float | None, saved: float | None, own: float | None, default: float, gpus: int
+) -> None:
+    from gpuq.policy.rules import gpu_seconds_lost, loss_start
+
+    job = Job(id="j", name="", user="u", tenant="t", job_class="low", priority=1, state=JobState.RUNNING,
+              submit_time=NOW - 100_000, gpus=gpus, start_time=None if ran is None else NOW - ran,
+              last_checkpoint_time=None if saved is None else NOW - saved, checkpoint_interval_s=own)
+    policy = Policy(default_checkpoint_interval_s=default)
+    since = loss_start(job, policy)
+    for now in (NOW - 50_000, NOW, NOW + 3_600):
+        assert gpu_seconds_lost(job, policy, now) >= gpus * max(0.0, now - since) - 1e-6
+    if ran is not None and saved is None and own is None and default == 0:
+        assert since == job.start_time  # without checkpoints the bound is exact: all run time is lost
