@@ -19,6 +19,7 @@ T = TypeVar("T")
 __all__ = [
     "FORMAT",
     "ACTIVE_STATES",
+    "QUEUED_STATES",
     "NO_ALLOCATION",
     "DAY_S",
     "Job",
@@ -48,6 +49,8 @@ class JobState(StrEnum):
 
 #: States in which a job holds its GPUs.
 ACTIVE_STATES = frozenset({JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING})
+#: Jobs still in the queue: waiting or holding GPUs (not finished).
+QUEUED_STATES = ACTIVE_STATES | {JobState.PENDING}
 
 
 class NodeState(StrEnum):

@@ -15,7 +15,7 @@ import click
 
 from gpuq.cli.options import App, global_options, job_argument, pass_app
 from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, make_console
-from gpuq.model import ACTIVE_STATES, DAY_S, JobState
+from gpuq.model import DAY_S, QUEUED_STATES, JobState
 from gpuq.timefmt import format_time
 
 __all__ = ["job"]
@@ -32,7 +32,7 @@ def job(app: App, job_id: str) -> None:
 
     cluster = app.cluster
     snapshot = cluster.snapshot(ledger=False)  # a queued job needs no ledger; a finished one is read with it
-    if (seen := snapshot.job(job_id)) is None or not (seen.is_pending or seen.state in ACTIVE_STATES):
+    if (seen := snapshot.job(job_id)) is None or seen.state not in QUEUED_STATES:
         snapshot = cluster.refresh()
     j = cluster.job(job_id, snapshot)
     now = cluster.now(snapshot)

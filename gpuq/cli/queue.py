@@ -14,16 +14,14 @@ import click
 
 from gpuq.cli.options import App, global_options, pass_app
 from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_table, natural_key, print_table
-from gpuq.model import DAY_S, Job, JobClass, JobState, Snapshot
+from gpuq.model import DAY_S, QUEUED_STATES, Job, JobClass, JobState, Snapshot
 from gpuq.snapshot_io import job_to_dict
 from gpuq.timefmt import format_time
 
-__all__ = ["ACTIVE_DEFAULT", "TABLE_LIMIT", "QueueRow", "queue", "queue_rows"]
+__all__ = ["TABLE_LIMIT", "QueueRow", "queue", "queue_rows"]
 
 #: Rows drawn in a table unless --limit says otherwise.
 TABLE_LIMIT = 500
-#: States shown when --state is not given: what is waiting or holding GPUs.
-ACTIVE_DEFAULT = (JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING)
 _STATE_NAMES = [s.value for s in JobState]
 
 
@@ -63,7 +61,7 @@ _effective = operator.itemgetter(2)
 def _parse_states(values: Sequence[str]) -> frozenset[JobState] | None:
     names = [v.strip().lower() for value in values for v in value.split(",") if v.strip()]
     if not names:
-        return frozenset(ACTIVE_DEFAULT)
+        return QUEUED_STATES  # what is waiting or holding GPUs
     if "all" in names:
         return None
     unknown = [n for n in names if n not in _STATE_NAMES]
@@ -81,7 +79,7 @@ def queue_rows(
     users: Sequence[str] = (),
     tenants: Sequence[str] = (),
     classes: Sequence[str] = (),
-    states: frozenset[JobState] | None = frozenset(ACTIVE_DEFAULT),
+    states: frozenset[JobState] | None = QUEUED_STATES,
     min_gpus: int = 0,
     sort: str = "effective",
     reverse: bool = False,
@@ -277,7 +275,7 @@ def queue(
 ) -> None:
     """List jobs with wait, effective priority and preemption counts (24h/total)."""
     wanted = _parse_states(states)
-    snapshot = app.cluster.snapshot(ledger=wanted is None or not wanted <= frozenset(ACTIVE_DEFAULT))
+    snapshot = app.cluster.snapshot(ledger=wanted is None or not wanted <= QUEUED_STATES)
     rows = queue_rows(
         app,
         snapshot,
