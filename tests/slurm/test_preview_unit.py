@@ -130,3 +130,11 @@ def test_pending_job_request_and_down_nodes() -> None:
     assert victims(s, 0, qos="", job_id="9") == ["1", "2"]
     down = Snapshot("lab", "slurm", NOW, nodes=(Node("gpu1", 4, state=NodeState.DOWN), Node("gpu2", 4)), jobs=s.jobs)
     assert victims(down, 2) == ["5", "6"]
+
+
+def test_mode_of_resolves_own_then_cluster_mode_without_flags() -> None:
+    cfg = PreemptConfig(preempt_type="preempt/qos", preempt_mode="GANG,SUSPEND")
+    assert cfg.mode_of() == "SUSPEND"  # as scontrol prints it: the GANG flag first
+    assert cfg.mode_of("requeue") == "REQUEUE"  # a QOS's own mode wins
+    assert cfg.mode_of("WITHIN,CANCEL") == "CANCEL"
+    assert PreemptConfig(preempt_mode="GANG").mode_of() == "OFF"

@@ -427,7 +427,7 @@ class SlurmBackend(Backend):
                 JobClass(
                     name=p.name,
                     priority=p.priority_tier,
-                    preemptible=(p.preempt_mode or cfg.preempt_mode).split(",")[0] in ("REQUEUE", "CANCEL")
+                    preemptible=cfg.mode_of(p.preempt_mode) in ("REQUEUE", "CANCEL")
                     and any(t > p.priority_tier for t in tiers),
                 )
                 for p in cfg.partitions.values()
@@ -438,7 +438,7 @@ class SlurmBackend(Backend):
                 name=q.name,
                 priority=q.priority,
                 preemptible=q.name in preemptors
-                and (q.preempt_mode or cfg.preempt_mode).upper().split(",")[0] in ("REQUEUE", "CANCEL"),
+                and cfg.mode_of(q.preempt_mode) in ("REQUEUE", "CANCEL"),
             )
             for q in cfg.qos.values()
         )
@@ -642,7 +642,7 @@ class SlurmBackend(Backend):
             records = self._history_records(f_hist, cancel, read, taken_at, ledger)
         key = self._class_key(cfg)
         nodes = self._parse("sinfo --Format", lambda: parse_sinfo_nodes(sinfo_text))
-        modes = {q.name: (q.preempt_mode or cfg.preempt_mode).split(",")[0].lower() for q in cfg.qos.values()}
+        modes = {q.name: cfg.mode_of(q.preempt_mode).lower() for q in cfg.qos.values()}
         jobs, events = merge_history(read.jobs, records, key, modes)
         self._raw_ids = read.raw_ids
         self.restarts = read.restarts

@@ -88,6 +88,12 @@ class PreemptConfig:
     def by_partition(self) -> bool:
         return self.preempt_type == "preempt/partition_prio"
 
+    def mode_of(self, own: str = "") -> str:
+        """The PreemptMode that applies: a QOS's or partition's own (`own`), else the cluster's;
+        upper case, without the GANG/WITHIN flags ("GANG,SUSPEND" -> "SUSPEND"); "OFF" if none."""
+        parts = [p for p in (own or self.preempt_mode).upper().split(",") if p and p not in ("GANG", "WITHIN")]
+        return parts[0] if parts else "OFF"
+
     @property
     def youngest_first(self) -> bool:
         return "youngest_first" in self.preempt_parameters or "preempt_youngest_first" in self.scheduler_parameters

@@ -51,15 +51,12 @@ def _job_order(job_id: str, raw_ids: Mapping[str, str] | None) -> int:
 
 def _mode(cfg: PreemptConfig, job: Job) -> str:
     """The PreemptMode that applies to stopping `job` (GANG/WITHIN are flags, not modes)."""
-    mode = ""
+    own = ""
     if cfg.by_qos and job.qos and job.qos in cfg.qos:
-        mode = cfg.qos[job.qos].preempt_mode
+        own = cfg.qos[job.qos].preempt_mode
     elif cfg.by_partition and job.partition and job.partition in cfg.partitions:
-        mode = cfg.partitions[job.partition].preempt_mode
-    if not mode:
-        mode = cfg.preempt_mode
-    parts = [p for p in mode.upper().split(",") if p and p not in ("GANG", "WITHIN")]
-    return parts[0] if parts else "OFF"
+        own = cfg.partitions[job.partition].preempt_mode
+    return cfg.mode_of(own)
 
 
 def _preemptable(cfg: PreemptConfig, victim: Job, qos: str | None, partition: str | None) -> bool:
