@@ -208,11 +208,16 @@ class SlurmBackend(Backend):
             self._show = (time.monotonic(), show)
             return show
 
-    def _read_qos(self) -> str | None:
+    def _read_qos(self, *, quiet: bool = True) -> str | None:
+        """``sacctmgr show qos``; ``quiet``: None on a refusal or no slurmdbd (an error only
+        matters when accounting is in use, which is decided once the config is known)."""
+        argv = ["sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(QOS_FIELDS)]
         try:
-            return self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(QOS_FIELDS)])
+            return self.runner.run(argv)
         except (Refused, Unreachable):
-            return None  # decided below: an error only matters when accounting is in use
+            if quiet:
+                return None
+            raise
 
     def preempt_config(self, *, fresh: bool = False) -> PreemptConfig:
         """PreemptType/Mode/Parameters/ExemptTime, QOS and partitions; cached for ``config_ttl_s``
@@ -262,9 +267,8 @@ class SlurmBackend(Backend):
                     f_qos = pool.submit(self._read_qos)
                 qos_text, read_at = f_qos.result(), started
             self.config_check = "kept" if kept else "read"
-        if "slurmdbd" in show.get("AccountingStorageType", "") and qos_text is None:
-            # accounting is on: its error is the operator's problem to see
-            qos_text = self.runner.run(["sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(QOS_FIELDS)])
+        if _accounting_on(show) and qos_text is None:
+            qos_text = self._read_qos(quiet=False)  # accounting is on: its error is the operator's to see
         cfg = self._build_config(show, parts_text, qos_text)
         if not kept:
             self._qos_read_here = started
@@ -311,14 +315,14 @@ class SlurmBackend(Backend):
         if assoc is None:
             return None
         digest = self._parse("scontrol show assoc_mgr flags=qos", lambda: assoc_mgr_qos_digest(assoc))
-        if not digest and "slurmdbd" in show.get("AccountingStorageType", ""):
+        if not digest and _accounting_on(show):
             return None  # slurmctld shows no QOS while slurmdbd has them: nothing to compare
         return {"show": {k: show.get(k, "") for k in FINGERPRINT_KEYS}, "partitions": parts_text, "qos": digest}
 
     def _build_config(self, show: Mapping[str, str], parts_text: str, qos_text: str | None) -> PreemptConfig:
         parts = self._parse("scontrol show partition -o", lambda: parse_partitions(parts_text))
         qos: dict[str, Any] = {}
-        if "slurmdbd" in show.get("AccountingStorageType", "") and qos_text is not None:
+        if _accounting_on(show) and qos_text is not None:
             text = qos_text
             qos = self._parse("sacctmgr show qos", lambda: parse_qos(text))
         return PreemptConfig(
@@ -376,7 +380,7 @@ class SlurmBackend(Backend):
                 return
             if qos_text is not None and not isinstance(qos_text, str):
                 return
-            if "slurmdbd" in show.get("AccountingStorageType", "") and qos_text is None:
+            if _accounting_on(show) and qos_text is None:
                 return
             cfg = self._build_config(show, parts_text, qos_text)
         except (GpuqError, KeyError, TypeError, ValueError):
@@ -923,6 +927,11 @@ class SlurmBackend(Backend):
         return predict_preemption(
             snapshot, request, cfg, snapshot.taken_at, urgent_qos=self.urgent_qos, raw_ids=self._raw_ids
         )
+
+
+def _accounting_on(show: Mapping[str, str]) -> bool:
+    """Whether the cluster keeps accounting in slurmdbd (then QOS come from sacctmgr)."""
+    return "slurmdbd" in show.get("AccountingStorageType", "")
 
 
 def _class_key_of(show: Mapping[str, str]) -> str:
