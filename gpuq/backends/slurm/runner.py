@@ -19,7 +19,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Literal, TypeVar, overload
 
 from gpuq.errors import GpuqError, NotFound, PermissionDenied, Refused, Unreachable
 
@@ -125,7 +125,7 @@ class Runner:
         """Run; return stdout. Raises NotFound/PermissionDenied/Unreachable/Refused on failure, and
         `Cancelled` when ``cancel`` was cancelled before the command finished."""
         argv = self.argv(args)
-        shown = " ".join(argv[:4]) + (" ..." if len(argv) > 4 else "")
+        shown = _shown(argv)
         if cancel is not None:
             return self._run_cancellable(argv, shown, timeout_s or self.timeout_s, what, cancel)
         try:
@@ -138,12 +138,9 @@ class Runner:
                 check=False,
             )
         except FileNotFoundError:
-            raise Unreachable(f"`{argv[0]}` not found: is the Slurm client installed and on PATH?") from None
+            raise _no_client(argv) from None
         except subprocess.TimeoutExpired:
-            raise Unreachable(
-                f"`{shown}` did not answer within {timeout_s or self.timeout_s:g}s; "
-                f"is slurmctld at {controller_address()} up?"
-            ) from None
+            raise _no_answer(shown, timeout_s or self.timeout_s) from None
         if proc.returncode != 0:
             raise self.error(argv, proc.stderr.strip() or proc.stdout.strip(), what)
         return proc.stdout
@@ -151,18 +148,7 @@ class Runner:
     def _run_cancellable(self, argv: list[str], shown: str, limit: float, what: str, cancel: CancelToken) -> str:
         if cancel.cancelled:
             raise Cancelled(shown)
-        try:
-            # Its own process group, so a kill reaches any child it started too.
-            proc = subprocess.Popen(  # noqa: S603 - an argument list, never a shell
-                argv,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                errors="replace",
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise Unreachable(f"`{argv[0]}` not found: is the Slurm client installed and on PATH?") from None
+        proc = _spawn(argv, text=True)
         try:
             if not cancel._attach(proc):
                 _kill_group(proc)
@@ -171,9 +157,7 @@ class Runner:
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
                 proc.communicate()  # reap it: no zombie left behind
-                raise Unreachable(
-                    f"`{shown}` did not answer within {limit:g}s; is slurmctld at {controller_address()} up?"
-                ) from None
+                raise _no_answer(shown, limit) from None
         finally:
             cancel._detach(proc)
             if proc.poll() is None:  # an exception in between (KeyboardInterrupt): never leave it running
@@ -197,15 +181,9 @@ class Runner:
         9,500-job ``squeue`` spends ~30 ms printing: parsing overlaps it). Errors are mapped as in
         `run`, and a failed command's error wins over whatever ``consume`` made of its output."""
         argv = self.argv(args)
-        shown = " ".join(argv[:4]) + (" ..." if len(argv) > 4 else "")
+        shown = _shown(argv)
         limit = timeout_s or self.timeout_s
-        try:
-            # Its own process group, so a hung command is killed with any child holding the pipe.
-            proc = subprocess.Popen(  # noqa: S603 - an argument list, never a shell
-                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-            )
-        except FileNotFoundError:
-            raise Unreachable(f"`{argv[0]}` not found: is the Slurm client installed and on PATH?") from None
+        proc = _spawn(argv, text=False)
         timed_out = threading.Event()
 
         def kill() -> None:
@@ -238,7 +216,7 @@ class Runner:
             proc.stdout.close()
             proc.stderr.close()
         if timed_out.is_set():
-            raise Unreachable(f"`{shown}` did not answer within {limit:g}s; is slurmctld at {controller_address()} up?")
+            raise _no_answer(shown, limit)
         if proc.returncode != 0:
             stderr = b"".join(errors).decode(errors="replace").strip()
             raise self.error(argv, stderr or f"exit status {proc.returncode} from {argv[0]}", what)
@@ -247,7 +225,7 @@ class Runner:
         return result  # type: ignore[return-value]
 
     def error(self, argv: Sequence[str], message: str, what: str = "") -> GpuqError:
-        shown = " ".join(argv[:4]) + (" ..." if len(argv) > 4 else "")
+        shown = _shown(argv)
         first = message.splitlines()[0] if message else f"exit status non-zero from {argv[0]}"
         where = f" on cluster {self.cluster}" if self.cluster else ""
         if "known by database" in message or "No cluster" in message:
@@ -260,6 +238,43 @@ class Runner:
         if any(text in message for text in _UNREACHABLE):
             return Unreachable(f"slurmctld at {controller_address()} is unreachable (`{shown}`: {first})")
         return Refused(f"`{shown}` failed: {first}")
+
+
+def _shown(argv: Sequence[str]) -> str:
+    """A command as error messages name it: its first words."""
+    return " ".join(argv[:4]) + (" ..." if len(argv) > 4 else "")
+
+
+def _no_client(argv: Sequence[str]) -> Unreachable:
+    return Unreachable(f"`{argv[0]}` not found: is the Slurm client installed and on PATH?")
+
+
+def _no_answer(shown: str, limit: float) -> Unreachable:
+    return Unreachable(f"`{shown}` did not answer within {limit:g}s; is slurmctld at {controller_address()} up?")
+
+
+@overload
+def _spawn(argv: list[str], *, text: Literal[True]) -> subprocess.Popen[str]: ...
+
+
+@overload
+def _spawn(argv: list[str], *, text: Literal[False]) -> subprocess.Popen[bytes]: ...
+
+
+def _spawn(argv: list[str], *, text: bool) -> subprocess.Popen[str] | subprocess.Popen[bytes]:
+    """Start a command with both outputs piped, in its own process group, so a kill (timeout,
+    cancel) reaches any child it started too, holding the pipe or not."""
+    try:
+        if text:
+            return subprocess.Popen(  # noqa: S603 - an argument list, never a shell
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                start_new_session=True,
+            )
+        return subprocess.Popen(  # noqa: S603 - an argument list, never a shell
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        )
+    except FileNotFoundError:
+        raise _no_client(argv) from None
 
 
 def _kill_group(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
