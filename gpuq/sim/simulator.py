@@ -29,7 +29,7 @@ from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.policy.cover import best_single_node
 from gpuq.sim.cluster import Gpus
 from gpuq.sim.jobs import CANCELLED, COMPLETED, FUTURE, PENDING, RUNNING, SUSPENDED, SimJob
-from gpuq.sim.planner import Decision, Planner, engine_planner
+from gpuq.sim.planner import Planner, engine_planner
 from gpuq.sim.queue import PendingQueue
 from gpuq.sim.workload import DEFAULT_CLASSES, ClusterSpec, JobSpec, WorkloadStream
 from gpuq.timefmt import format_time
@@ -48,6 +48,21 @@ _INF = math.inf
 
 def _chosen(cost: float) -> str:
     return f"chosen (cost {cost:.0f})"  # the engine's own wording
+
+
+#: Why a victim was chosen: the engine's sentence, or (fast paths) its cost, phrased only when read.
+_Why = str | float
+#: Victims for a blocked head, each with why, and the nodes the head should start on.
+_Choice = tuple[list[tuple[SimJob, _Why]], tuple[str, ...]]
+#: One preemption as logged: time, victim, preemptor, GPUs, GPU-seconds lost, mode, and the
+#: reason — a sentence, or the chosen cost of a policy preemption (`_reason` phrases it).
+_LogEntry = tuple[float, str, "str | None", int, float, str, _Why]
+
+
+def _reason(preemptor: str | None, why: _Why) -> str:
+    if isinstance(why, str):
+        return why
+    return f"preempted for job {preemptor}: {_chosen(why)}"
 
 
 class _ClassInfo:
@@ -94,7 +109,7 @@ class Simulator:
         self._running: dict[str, SimJob] = {}
         self._victims: list[tuple[float, int, tuple[int, str], SimJob]] = []  # running preemptible, by priority
         self.history: deque[SimJob] = deque(maxlen=history_limit)
-        self.preemption_events: deque[PreemptionEvent] = deque(maxlen=event_limit)
+        self._preemption_log: deque[_LogEntry] = deque(maxlen=event_limit)
         self._rver = 0  # bumped whenever the running set or a victim's protection changes
         self._blocked: tuple[str, int, int] | None = None  # (head id, qver, rver) the engine said no to
         self._recheck_ver = 0
@@ -453,8 +468,9 @@ class Simulator:
             return elapsed - elapsed % interval
         return 0.0
 
-    def _preempt(self, job: SimJob, mode: Mode, by: SimJob | None, reason: str) -> float:
-        """Preempt a running job now; returns the GPU-seconds of work lost."""
+    def _preempt(self, job: SimJob, mode: Mode, by: SimJob | None, why: _Why) -> float:
+        """Preempt a running job now; returns the GPU-seconds of work lost. `why` as logged:
+        a sentence, or the chosen cost of a policy preemption."""
         now = self.now
         elapsed = now - job.run_start  # type: ignore[operator]
         job.preempt_times.append(now)
@@ -494,8 +510,7 @@ class Simulator:
                 job.last_ckpt = job.run_start + kept  # type: ignore[operator]
             self._release(job)
             self._requeue(job)
-        self.preemption_events.append(PreemptionEvent(now, job.id, by.id if by else None, job.gpus, lost,
-                                                      mode.value, reason))
+        self._preemption_log.append((now, job.id, by.id if by else None, job.gpus, lost, mode.value, why))
         return lost
 
     def _protection_end(self, job: SimJob, now: float) -> float:
@@ -578,7 +593,7 @@ class Simulator:
         early = pw == 0 and lw > 0 and self._ckpt_running == 0 and policy.default_checkpoint_interval_s <= 0
         cinfo = self._cinfo
         best: tuple[SimJob, float] | None = None
-        best_key: tuple[float, float, float, str, str] | None = None
+        best_key: tuple[float, float, float, str] | None = None
         for job in reversed(self._running.values()):
             start: float = job.run_start  # type: ignore[assignment]
             if early and best_key is not None and lw * (now - start) > best_key[0] + 1e-6:
@@ -592,12 +607,13 @@ class Simulator:
             cost = lw * (job.gpus * max(0.0, now - start) if early else self._lost(job, now))
             if pw:
                 cost += pw * job_ep
-            key = (round(cost, 6), job_ep, -start, job.id, min(job.alloc))
+            # (the engine's last tie-break, the node, never decides: no two jobs share an id)
+            key = (round(cost, 6), job_ep, -start, job.id)
             if best_key is None or key < best_key:
                 best, best_key = (job, cost), key
         return best
 
-    def _decide(self, head: SimJob, now: float) -> tuple[Decision | None, float]:
+    def _decide(self, head: SimJob, now: float) -> tuple[_Choice | None, float]:
         """Victims for a blocked head (None when there are none now) and when to ask again."""
         head_ep = self._requester_ep(head, now)
         head_rate = self._cinfo[head.cls].rate if head.aging and not head.urgent else 0.0
@@ -617,10 +633,10 @@ class Simulator:
             found = self._cheapest_single(head_ep, now)
             if found is not None:
                 victim, cost = found
-                decision = Decision((victim.id,), (min(victim.alloc),), details={victim.id: _chosen(cost)})
+                single: _Choice = ([(victim, cost)], (min(victim.alloc),))
                 if self.check_fast_path:
-                    self._check_against_engine(head, now, decision)
-                return decision, _INF
+                    self._check_against_engine(head, now, single)
+                return single, _INF
         eligible, unlock = self._scan(head_ep, head_rate, now)
         if need > gpus.per_node:
             if gpus.total_free + sum(j.gpus for j in eligible) < need:
@@ -635,9 +651,15 @@ class Simulator:
         self.plans += 1
         snapshot = self._planner_snapshot(head, now, nodes)
         planned = self._planner(snapshot, self.policy, self._model_job(head, now), now)
+        choice: _Choice | None = None
+        if planned is not None:
+            running = self._running
+            reasons = {v: f"preempted for job {head.id}" + (f": {d}" if (d := planned.details.get(v)) else "")
+                       for v in planned.victims}
+            choice = ([(running[v], reasons[v]) for v in planned.victims if v in running], planned.nodes)
         if self.check_fast_path and len(nodes) < len(gpus.names):
-            self._check_against_engine(head, now, planned)
-        return planned, unlock
+            self._check_against_engine(head, now, choice)
+        return choice, unlock
 
     def _candidate_nodes(
         self, eligible: list[SimJob], need_gpus: int, now: float
@@ -682,7 +704,7 @@ class Simulator:
 
     def _exact_single_node(
         self, head: SimJob, nodes: list[int], per_node: dict[int, list[tuple[float, int, SimJob]]], now: float
-    ) -> Decision | None:
+    ) -> _Choice | None:
         """The engine's single-node choice computed on plain numbers (see `gpuq.sim.victims`)."""
         gpus = self._gpus
         found = best_single_node(
@@ -691,15 +713,15 @@ class Simulator:
               for cost, n, job in per_node[i]])
             for i in nodes
         )
-        decision = None
+        choice: _Choice | None = None
         if found is not None:
             items, node = found
             items.sort(key=lambda item: (item[0], item[1]))  # the engine lists victims by cost, then id
-            decision = Decision(tuple(item[1] for item in items), (node,),
-                                details={item[1]: _chosen(item[0]) for item in items})
+            running = self._running
+            choice = ([(running[item[1]], item[0]) for item in items], (node,))
         if self.check_fast_path:
-            self._check_against_engine(head, now, decision)
-        return decision
+            self._check_against_engine(head, now, choice)
+        return choice
 
     @staticmethod
     def _crossing(head_ep: float, head_rate: float, threshold: float, now: float) -> float:
@@ -730,10 +752,10 @@ class Simulator:
         if key == self._blocked:
             return False
         now = self.now
-        decision, unlock = self._decide(head, now)
-        if decision is None and self.check_fast_path:
+        choice, unlock = self._decide(head, now)
+        if choice is None and self.check_fast_path:
             self._check_against_engine(head, now, None)  # "nothing to preempt" must agree too
-        if decision is not None and self._execute(head, decision):
+        if choice is not None and self._execute(head, choice):
             return True
         self._blocked = (head.id, head.qver, self._rver)
         if head.claim:
@@ -743,24 +765,23 @@ class Simulator:
             self._recheck(unlock)
         return False
 
-    def _execute(self, head: SimJob, decision: Decision) -> bool:
-        victims = [self._running[v] for v in decision.victims if v in self._running]
+    def _execute(self, head: SimJob, choice: _Choice) -> bool:
+        victims, nodes = choice
         mode = self.policy.mode
-        for victim in victims:
-            detail = decision.details.get(victim.id, "")
-            self._preempt(victim, mode, head, f"preempted for job {head.id}" + (f": {detail}" if detail else ""))
-        placement = self._gpus.place(head.gpus, decision.nodes)
+        for victim, why in victims:
+            self._preempt(victim, mode, head, why)
+        placement = self._gpus.place(head.gpus, nodes)
         if placement is None:
             return False
         self._start(head, placement)
         return True
 
-    def _check_against_engine(self, head: SimJob, now: float, decision: Decision | None) -> None:
+    def _check_against_engine(self, head: SimJob, now: float, choice: _Choice | None) -> None:
         """Test hook: shortcuts (fast path, fewer nodes) must choose exactly what the engine
         chooses on the whole cluster."""
         snapshot = self._planner_snapshot(head, now, range(len(self._gpus.names)))
         engine = engine_planner(snapshot, self.policy, self._model_job(head, now), now)
-        got = None if decision is None else (set(decision.victims), decision.nodes)
+        got = None if choice is None else ({job.id for job, _ in choice[0]}, choice[1])
         want = None if engine is None else (set(engine.victims), engine.nodes)
         if got != want:
             raise AssertionError(f"fast path chose {got}, the engine {want} for job {head.id} at {now}")
@@ -863,7 +884,7 @@ class Simulator:
             classes=self.classes,
             nodes=self._node_objects(),
             jobs=tuple(jobs),
-            preemption_events=tuple(self.preemption_events),
+            preemption_events=self.preemption_events,
         )
 
     # ---- operator actions ------------------------------------------------------------------
@@ -972,6 +993,12 @@ class Simulator:
     @property
     def capacity(self) -> int:
         return self._gpus.capacity
+
+    @property
+    def preemption_events(self) -> tuple[PreemptionEvent, ...]:
+        """The most recent preemptions (up to `event_limit`), oldest first."""
+        return tuple(PreemptionEvent(t, victim, by, gpus, lost, mode, _reason(by, why))
+                     for t, victim, by, gpus, lost, mode, why in self._preemption_log)
 
     def live_jobs(self) -> list[SimJob]:
         """Submitted jobs that have not ended (pending, suspended, running)."""

@@ -11,7 +11,7 @@ import heapq
 from collections.abc import Mapping
 from typing import Any
 
-from gpuq.model import JobClass, PreemptionEvent
+from gpuq.model import JobClass
 from gpuq.policy.config import DEFAULT_POLICY, Policy
 from gpuq.sim.jobs import RUNNING, SimJob
 from gpuq.sim.planner import Planner
@@ -57,7 +57,7 @@ def dump(sim: Simulator) -> dict[str, Any]:
         ],
         "max_pending": sim.max_pending,
         "history_limit": sim.history.maxlen,
-        "event_limit": sim.preemption_events.maxlen,
+        "event_limit": sim._preemption_log.maxlen,
         "stream": None if sim.stream is None else sim.stream.to_dict(),
         "seq": sim._seq,
         "jobs": [j.to_dict() for j in sim._jobs.values()],
@@ -118,8 +118,8 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
     heapq.heapify(events)
     sim._events = events
     for row in raw["preemption_events"]:
-        sim.preemption_events.append(PreemptionEvent(float(row[0]), row[1], row[2], int(row[3]), float(row[4]),
-                                                     str(row[5]), str(row[6])))
+        sim._preemption_log.append((float(row[0]), str(row[1]), None if row[2] is None else str(row[2]),
+                                    int(row[3]), float(row[4]), str(row[5]), str(row[6])))
     sim._rver = int(raw["rver"])
     blocked = raw["blocked"]
     sim._blocked = None if blocked is None else (str(blocked[0]), int(blocked[1]), int(blocked[2]))
