@@ -15,12 +15,19 @@
    multi-node jobs, checkpoints, aging, the policy engine choosing victims), under the default
    policy (Δ = 0) and as `--backend demo` runs it (its damped site policy and load).
 
+3. A yardstick: the bare event loop below runs the preempting one-GPU workload with nothing but
+   a heap, a FIFO-by-priority queue and the same victim rule (the most recently started job of
+   lower priority: the least lost work) — no Δ, protections, classes, modes, aging, placement or
+   accounting. It is the least any CPython event loop pays for these events; gpuq's own figure
+   is to be read against it.
+
 No assertions: this prints measurements (see the closing note of the simulator issue).
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import random
 import sys
 import time
@@ -79,6 +86,58 @@ def best_gpuq(specs: list[JobSpec], gpus: int, repeat: int = 3) -> tuple[float, 
     return min(runs, key=lambda r: r[0])
 
 
+def bare_loop(specs: list[JobSpec], gpus: int) -> tuple[float, int, int]:
+    """(seconds in the loop, events, preemptions) of the yardstick loop (see the module doc)."""
+
+    class Bare:
+        __slots__ = ("id", "priority", "duration", "done", "start", "epoch")
+
+        def __init__(self, spec: JobSpec) -> None:
+            self.id, self.priority, self.duration = spec.id, spec.priority, spec.duration_s
+            self.done = self.start = 0.0
+            self.epoch = 0
+
+    events = [(s.submit_time, i, 0, Bare(s), 0) for i, s in enumerate(specs)]
+    heapq.heapify(events)
+    seq = len(events)
+    pop, push = heapq.heappop, heapq.heappush
+    free, queue, running = gpus, [], {}  # running: in start order
+    processed = preempted = 0
+    began = time.perf_counter()
+    while events:
+        now, _, kind, job, epoch = pop(events)
+        if kind:  # a finish
+            if job.epoch != epoch:
+                continue  # of a run preempted since
+            free += 1
+            del running[job.id]
+        else:
+            push(queue, (-job.priority, now, job.id, job))
+        processed += 1
+        while queue:
+            if not free:
+                wanted = -queue[0][0]
+                for victim in reversed(running.values()):
+                    if victim.priority < wanted:
+                        break
+                else:
+                    break  # nobody to preempt
+                del running[victim.id]
+                victim.done += now - victim.start
+                victim.epoch += 1
+                preempted += 1
+                push(queue, (-victim.priority, now, victim.id, victim))
+                free += 1
+            head = pop(queue)[3]
+            free -= 1
+            head.start = now
+            head.epoch += 1
+            seq += 1
+            push(events, (now + head.duration - head.done, seq, 1, head, head.epoch))
+            running[head.id] = head
+    return time.perf_counter() - began, processed, preempted
+
+
 def demo_run(days: float, seed: int, backend_settings: bool = False) -> tuple[float, Simulator]:
     """The demo cluster's workload under the default policy (Δ = 0: every gap preempts), or with
     `backend_settings` exactly as `--backend demo` runs it (its damped site policy and load)."""
@@ -126,6 +185,9 @@ def main() -> None:
     busy = comparison_jobs(args.seed, count, int(count * 1830 / 128 * 0.95), 60, 3600)
     _, loop, sim = best_gpuq(busy, 128)
     print(_rates("one-GPU jobs, priorities 0-100 (preempting)", loop, sim))
+    bare = min(bare_loop(busy, 128) for _ in range(3))
+    print(f"   yardstick, the bare loop on the same preempting jobs: {bare[1]} events in {bare[0]:.3f} s = "
+          f"{bare[1] / bare[0]:,.0f} events/s ({bare[2]} preemptions; no policy at all)")
     days = 7.0 if args.quick else 30.0
     for label, backend_settings in (("default policy", False), ("as --backend demo runs it", True)):
         demo_s, demo = demo_run(days, args.seed, backend_settings)

@@ -2,14 +2,33 @@
 
 No I/O, no clock: the demo backend (`gpuq.backends.demo`) persists its state and maps wall time
 to simulated time.
+
+The event loop's modules may be compiled (setup.py, mypyc); `_native.select` (which reads only
+the package's own files) makes sure a compiled build is used only while it matches the sources.
+`NATIVE` says which one runs.
 """
 
-from gpuq.sim.planner import Decision, Planner, engine_planner
-from gpuq.sim.simulator import STATE_VERSION, Simulator
-from gpuq.sim.workload import DEFAULT_CLASSES, ClusterSpec, JobSpec, WorkloadStream, generate_jobs, one_gpu_jobs
+from pathlib import Path
+
+from gpuq.sim import _native
+
+#: True when the compiled simulator modules are in use (False: their Python sources)
+NATIVE = _native.select(__name__, Path(__file__).resolve().parent)
+
+from gpuq.sim.planner import Decision, Planner, engine_planner  # noqa: E402
+from gpuq.sim.simulator import STATE_VERSION, Simulator  # noqa: E402
+from gpuq.sim.workload import (  # noqa: E402
+    DEFAULT_CLASSES,
+    ClusterSpec,
+    JobSpec,
+    WorkloadStream,
+    generate_jobs,
+    one_gpu_jobs,
+)
 
 __all__ = [
     "DEFAULT_CLASSES",
+    "NATIVE",
     "STATE_VERSION",
     "ClusterSpec",
     "Decision",

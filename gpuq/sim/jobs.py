@@ -7,7 +7,7 @@ its attributes millions of times, and the snapshot turns it into an immutable `m
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from gpuq.sim.workload import JobSpec
 
@@ -128,7 +128,7 @@ class SimJob:
                 return start + saved
         return self.last_ckpt
 
-    _FIELDS = (
+    _FIELDS: ClassVar[tuple[str, ...]] = (
         "id", "name", "user", "tenant", "cls", "priority", "urgent", "submit", "qs", "gpus", "duration", "ckpt",
         "state", "done", "run_start", "end", "alloc", "preempt_times", "last_ckpt", "exempt_until", "epoch",
         "qver", "hver", "aging", "gpu_s", "lost_s", "drain_until", "claim", "claimed_by",
@@ -143,7 +143,7 @@ class SimJob:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> SimJob:
-        job = cls.__new__(cls)
+        job = cls(JobSpec(str(raw["id"]), 0.0, 0.0))  # (a compiled class has no bare __new__)
         for name in cls._FIELDS:
             setattr(job, name, raw[name])
         job.idkey = id_key(job.id)

@@ -1,0 +1,143 @@
+"""The compiled simulator (setup.py, mypyc) is used only while it matches its sources, and it
+behaves exactly as the sources do."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpuq.sim import _native
+
+SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+def _fake_build(folder: Path, *, record: bool = True, compiled: tuple[str, ...] = _native.NATIVE_MODULES) -> None:
+    """A package folder as setup.py leaves it: sources, (stand-in) extension files, the record."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "__init__.py").write_text("")
+    for i, name in enumerate(_native.NATIVE_MODULES):
+        (folder / f"{name}.py").write_text(f"ORIGIN = 'source'\nORDER = {i}\n")
+    for name in compiled:
+        (folder / f"{name}{SUFFIX}").write_bytes(b"not really machine code")
+    if record:
+        digests = {n: hashlib.sha256((folder / f"{n}.py").read_bytes()).hexdigest() for n in _native.NATIVE_MODULES}
+        (folder / _native.RECORD).write_text(json.dumps(digests))
+
+
+def test_nothing_compiled_means_nothing_to_choose(tmp_path: Path) -> None:
+    _fake_build(tmp_path, compiled=(), record=False)
+    assert _native.compiled_is_current(tmp_path) is None
+
+
+def test_a_build_matching_its_sources_is_current(tmp_path: Path) -> None:
+    _fake_build(tmp_path)
+    assert _native.compiled_is_current(tmp_path) is True
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda d: (d / "queue.py").write_text("ORIGIN = 'edited'\n"), id="source edited since"),
+        pytest.param(lambda d: (d / _native.RECORD).unlink(), id="no record"),
+        pytest.param(lambda d: (d / _native.RECORD).write_text("{not json"), id="record unreadable"),
+        pytest.param(lambda d: (d / _native.RECORD).write_text("[]"), id="record not a mapping"),
+        pytest.param(lambda d: (d / f"simulator{SUFFIX}").unlink(), id="one module not compiled"),
+        pytest.param(lambda d: (d / "jobs.py").unlink(), id="source missing"),
+    ],
+)
+def test_a_build_that_does_not_match_is_not_current(tmp_path: Path, spoil) -> None:  # type: ignore[no-untyped-def]
+    _fake_build(tmp_path)
+    spoil(tmp_path)
+    assert _native.compiled_is_current(tmp_path) is False
+
+
+def _select_in_child(folder: Path, env_pure: bool) -> dict[str, object]:
+    """Run `select` for a stand-in package in a fresh interpreter; report what got loaded."""
+    script = textwrap.dedent(
+        """
+        import importlib, json, sys
+        from pathlib import Path
+        from gpuq.sim import _native
+        folder = Path(sys.argv[1])
+        sys.path.insert(0, str(folder.parent))
+        package = importlib.import_module(folder.name)
+        native = _native.select(folder.name, folder)
+        loaded = {n: getattr(sys.modules.get(f"{folder.name}.{n}"), "__file__", None) for n in _native.NATIVE_MODULES}
+        print(json.dumps({"native": native, "loaded": loaded,
+                          "attrs": [hasattr(package, n) for n in _native.NATIVE_MODULES]}))
+        """
+    )
+    env = {"PATH": "/usr/bin:/bin"}
+    if env_pure:
+        env[_native.PURE_ENV] = "1"
+    out = subprocess.run(  # noqa: S603 - fixed argument list
+        [sys.executable, "-c", script, str(folder)], capture_output=True, text=True, env=env, check=True
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_select_loads_every_module_from_source_when_the_build_is_stale(tmp_path: Path) -> None:
+    pkg = tmp_path / "stalepkg"
+    _fake_build(pkg)
+    (pkg / "cluster.py").write_text("ORIGIN = 'source'\nORDER = 1\n# a fix made after compiling\n")
+    got = _select_in_child(pkg, env_pure=False)
+    assert got["native"] is False
+    # all four, not just the edited one: compiled modules call each other's machine code directly
+    assert got["loaded"] == {n: str(pkg / f"{n}.py") for n in _native.NATIVE_MODULES}
+    assert got["attrs"] == [True] * len(_native.NATIVE_MODULES)
+
+
+def test_select_keeps_a_current_build_and_honours_the_pure_python_switch(tmp_path: Path) -> None:
+    pkg = tmp_path / "freshpkg"
+    _fake_build(pkg)
+    kept = _select_in_child(pkg, env_pure=False)
+    assert kept["native"] is True
+    assert kept["loaded"] == dict.fromkeys(_native.NATIVE_MODULES)  # left to the import system
+    forced = _select_in_child(pkg, env_pure=True)
+    assert forced["native"] is False
+    assert forced["loaded"] == {n: str(pkg / f"{n}.py") for n in _native.NATIVE_MODULES}
+
+
+_RUN = """
+import hashlib, json, sys
+import gpuq.sim
+from gpuq.policy.config import Mode, Policy
+from gpuq.sim import ClusterSpec, Simulator, WorkloadStream
+policy = Policy(delta=5.0, mode=Mode.REQUEUE, min_runtime_s=300.0, max_preemptions_per_day=3,
+                default_checkpoint_interval_s=900.0, default_aging_rate=10.0)
+sim = Simulator(policy=policy, stream=WorkloadStream(7, ClusterSpec(), load=1.3), start=0.0,
+                max_pending=200, trace=True)
+sim.check_fast_path = True
+sim.run_until(2 * 86400.0)
+state = json.dumps(sim.to_dict(), sort_keys=True)
+print(json.dumps({"native": gpuq.sim.NATIVE, "module": gpuq.sim.simulator.__file__,
+                  "events": sim.events_processed, "preemptions": sim.preemptions, "plans": sim.plans,
+                  "trace": hashlib.sha256(repr(sim.trace).encode()).hexdigest(),
+                  "state": hashlib.sha256(state.encode()).hexdigest()}))
+"""
+
+
+def test_the_installed_build_and_the_sources_simulate_identically() -> None:
+    """Two simulated days with preemptions, protections, aging and the engine cross-check, once
+    with whatever build is installed (compiled where setup.py could) and once from the sources."""
+
+    def run(pure: bool) -> dict[str, object]:
+        env = {"PATH": "/usr/bin:/bin", **({_native.PURE_ENV: "1"} if pure else {})}
+        out = subprocess.run(  # noqa: S603 - fixed argument list
+            [sys.executable, "-c", _RUN], capture_output=True, text=True, env=env, check=True
+        )
+        return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+    installed, source = run(pure=False), run(pure=True)
+    assert source["native"] is False and str(source["module"]).endswith("simulator.py")
+    assert installed["native"] == (not str(installed["module"]).endswith(".py"))
+    assert source["preemptions"] > 0 and source["plans"] > 0  # the run exercised what matters
+    for key in ("events", "preemptions", "plans", "trace", "state"):
+        assert installed[key] == source[key], key
