@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gpuq.errors import NotFound, Refused
+from gpuq.gcpause import gc_paused
 from gpuq.model import DAY_S, Job, JobClass, JobState, Node, NodeState, PreemptionEvent, Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.policy.cover import best_single_node
@@ -138,8 +139,18 @@ class Simulator:
         if getattr(self, "policy", None) == policy:
             return
         self.policy = policy
+        # The numbers the event loop reads, copied once: a read on the (frozen, interpreted)
+        # Policy costs a dictionary lookup, and the loop makes several per preemption.
         self._urgent = float(policy.urgent_priority)
-        self._gated = policy.min_runtime_s > 0 or policy.max_preemptions_per_day > 0  # time-limited protections
+        self._delta = policy.delta
+        self._mode = policy.mode
+        self._grace = policy.grace_period_s
+        self._min_runtime = policy.min_runtime_s
+        self._cap = policy.max_preemptions_per_day
+        self._default_ckpt = policy.default_checkpoint_interval_s
+        self._lw = policy.lost_work_weight
+        self._pw = policy.priority_weight
+        self._gated = self._min_runtime > 0 or self._cap > 0  # time-limited protections
         self._cinfo: dict[str, _ClassInfo] = {}
         for cls in self.classes:
             self._class_info(cls.name)
@@ -247,8 +258,14 @@ class Simulator:
         """Process every event at or before `until`, then stand at `until`; returns events processed.
 
         One scheduling pass follows each instant's batch of events. Stale events (a finish of a
-        job preempted since, a superseded recheck) are dropped without moving the clock.
+        job preempted since, a superseded recheck) are dropped without moving the clock. The
+        loop makes no reference cycles, so the cyclic garbage collector is paused meanwhile: it
+        would only walk the heaps' many short-lived entries again and again (~5%).
         """
+        with gc_paused():
+            return self._run_until(until)
+
+    def _run_until(self, until: float) -> int:
         events = self._events
         gpus = self._gpus
         pop = heapq.heappop
@@ -420,7 +437,8 @@ class Simulator:
         job.epoch += 1
         job.hver += 1
         del self._running[job.id]
-        self._mcache.pop(job.id, None)
+        if self._mcache:  # (filled only when the engine plans)
+            self._mcache.pop(job.id, None)
         if job.ckpt is not None:
             self._ckpt_running -= 1
         self._rver += 1
@@ -463,7 +481,7 @@ class Simulator:
         """Work (seconds) a requeued job keeps: up to its last checkpoint (policy-model.md)."""
         if job.ckpt is not None and job.ckpt > 0:
             return elapsed // job.ckpt * job.ckpt
-        interval = self.policy.default_checkpoint_interval_s
+        interval = self._default_ckpt
         if interval > 0:
             return elapsed - elapsed % interval
         return 0.0
@@ -477,7 +495,7 @@ class Simulator:
         self.preemptions += 1
         if self.trace is not None:
             self.trace.append((now, "preempt", job.id, by.id if by else None))
-        grace = self.policy.grace_period_s
+        grace = self._grace
         lost = 0.0
         if mode is Mode.GRACEFUL and grace > 0:
             # Signalled now; it keeps its GPUs while it saves, then is requeued without loss.
@@ -518,10 +536,10 @@ class Simulator:
         until = 0.0
         if job.exempt_until is not None and job.exempt_until > now:
             until = job.exempt_until
-        min_rt = self.policy.min_runtime_s
+        min_rt = self._min_runtime
         if min_rt > 0 and now - job.run_start < min_rt:  # type: ignore[operator]
             until = max(until, job.run_start + min_rt)  # type: ignore[operator]
-        cap = self.policy.max_preemptions_per_day
+        cap = self._cap
         if cap > 0 and len(job.preempt_times) >= cap:
             window = [t for t in job.preempt_times if now - DAY_S < t <= now]
             if len(window) >= cap:
@@ -536,7 +554,7 @@ class Simulator:
         checkpoint = job.last_checkpoint(now)
         if checkpoint is not None:
             return job.gpus * max(0.0, now - max(start, checkpoint))
-        interval = job.ckpt if job.ckpt is not None else self.policy.default_checkpoint_interval_s
+        interval = job.ckpt if job.ckpt is not None else self._default_ckpt
         if interval > 0:
             return job.gpus * (ran % interval)
         return job.gpus * ran
@@ -561,7 +579,7 @@ class Simulator:
         Mirrors `rules.protection` (exemption, class, min runtime, 24 h cap, Δ gap) on the numbers
         `_arm` fixed at each job's start.
         """
-        delta = self.policy.delta
+        delta = self._delta
         eligible: list[SimJob] = []
         unlock = _INF
         cinfo = self._cinfo
@@ -587,10 +605,9 @@ class Simulator:
         Running jobs are kept in start order; when lost work is simply GPUs × run time, a job
         started earlier than the best found so far cannot be cheaper, so the scan stops early.
         """
-        policy = self.policy
-        delta = policy.delta
-        lw, pw = policy.lost_work_weight, policy.priority_weight
-        early = pw == 0 and lw > 0 and self._ckpt_running == 0 and policy.default_checkpoint_interval_s <= 0
+        delta = self._delta
+        lw, pw = self._lw, self._pw
+        early = pw == 0 and lw > 0 and self._ckpt_running == 0 and self._default_ckpt <= 0
         cinfo = self._cinfo
         best: tuple[SimJob, float] | None = None
         best_key: tuple[float, float, float, str] | None = None
@@ -625,8 +642,8 @@ class Simulator:
             heapq.heappop(victims)
         if not victims:
             return None, _INF
-        if not head_ep - victims[0][0] > self.policy.delta:  # nobody running is low enough
-            return None, self._crossing(head_ep, head_rate, victims[0][0] + self.policy.delta, now)
+        if not head_ep - victims[0][0] > self._delta:  # nobody running is low enough
+            return None, self._crossing(head_ep, head_rate, victims[0][0] + self._delta, now)
         gpus = self._gpus
         need = head.gpus
         if need == 1 and self.fast_path:
@@ -676,7 +693,7 @@ class Simulator:
         usable = {i for i, n in enumerate(extra) if n and free_n[i] + n >= need_gpus}
         if not usable:
             return [], {}
-        lw, pw = self.policy.lost_work_weight, self.policy.priority_weight
+        lw, pw = self._lw, self._pw
         per_node: dict[int, list[tuple[float, int, SimJob]]] = {}
         for job in eligible:
             cost = -1.0
@@ -742,7 +759,7 @@ class Simulator:
         ep, hver, _, job = victims[0]
         if job.hver != hver or job.state != RUNNING or job.drain_until is not None:
             return False  # stale top: let the full check clean the heap
-        return not head.priority - ep > self.policy.delta
+        return not head.priority - ep > self._delta
 
     def _try_preempt(self, head: SimJob) -> bool:
         """Preempt for a blocked head as the policy engine decides; True when the head started."""
@@ -767,7 +784,7 @@ class Simulator:
 
     def _execute(self, head: SimJob, choice: _Choice) -> bool:
         victims, nodes = choice
-        mode = self.policy.mode
+        mode = self._mode
         for victim, why in victims:
             self._preempt(victim, mode, head, why)
         placement = self._gpus.place(head.gpus, nodes)
