@@ -78,6 +78,7 @@ class SimJob:
         "rep",
         "prot",
         "place",
+        "listed",
     )
 
     def __init__(self, spec: JobSpec) -> None:
@@ -104,7 +105,7 @@ class SimJob:
         self.exempt_until: float | None = None
         self.epoch = 0  # bumped on every start/stop: stale finish and drain events are skipped
         self.qver = 0  # bumped on every queue (re-)entry and exit: stale queue entries are skipped
-        self.hver = 0  # version of the job's entry in the victim heap
+        self.hver = 0  # bumped whenever its victim numbers or its run change (engine-model cache key)
         self.aging = False  # past its class's max_wait while queued
         self.gpu_s = 0.0  # GPU-seconds held (closed runs)
         self.lost_s = 0.0  # GPU-seconds of work lost to preemption
@@ -115,6 +116,7 @@ class SimJob:
         self.rep = 0.0  # effective priority while running
         self.prot = 0.0  # when its protections (exemption, min runtime, 24 h cap) end; 0 = none
         self.place: tuple[tuple[int, int], ...] = ()  # (node index, GPUs there) of the current run
+        self.listed = False  # counted as a possible victim at `rep` (`Simulator._list`)
 
     def last_checkpoint(self, now: float) -> float | None:
         """The last checkpoint the job reported by `now` (None for jobs that report none)."""

@@ -108,7 +108,10 @@ class Simulator:
         self._seq = 0
         self._jobs: dict[str, SimJob] = {}  # every job not finished yet, future ones included
         self._running: dict[str, SimJob] = {}
-        self._victims: list[tuple[float, int, tuple[int, str], SimJob]] = []  # running preemptible, by priority
+        # Possible victims (running, preemptible, not saving) counted per effective priority, and
+        # those priorities in a heap: the lowest one is all the quick checks need.
+        self._victim_count: dict[float, int] = {}  # a key is in the heap exactly while it is here
+        self._victim_reps: list[float] = []
         self.history: deque[SimJob] = deque(maxlen=history_limit)
         self._preemption_log: deque[_LogEntry] = deque(maxlen=event_limit)
         self._rver = 0  # bumped whenever the running set or a victim's protection changes
@@ -159,7 +162,9 @@ class Simulator:
             # Priorities, aging and preemptibility may all have changed: re-sort everything.
             for job in list(self._queue.jobs.values()):
                 self._enqueue(job)
-            self._victims = []
+            self._victim_count, self._victim_reps = {}, []
+            for job in self._running.values():
+                job.listed = False
             for job in self._running.values():
                 self._arm(job)
             self._rver += 1
@@ -206,8 +211,9 @@ class Simulator:
         Both are constant while it runs: its effective priority (`_rep`) and the moment its
         protections end (`_protection_end`; the 24 h cap window only loses entries during a run).
         Called at start and again whenever a bump, an exemption or a new policy changes them;
-        `renew=False` keeps the victim-heap version (restoring saved state).
+        `renew=False` keeps the job's version `hver` (restoring saved state).
         """
+        self._unlist(job)  # (counted under its old priority, if at all)
         info = self._cinfo.get(job.cls) or self._class_info(job.cls)
         # (the common case, without aging, urgency or protections, needs no arithmetic)
         job.rep = float(job.priority) if info.max_wait is None and not job.urgent else self._rep(job)
@@ -215,11 +221,40 @@ class Simulator:
         if renew:
             job.hver += 1
         if job.drain_until is None and info.preemptible:
-            victims = self._victims
-            heapq.heappush(victims, (job.rep, job.hver, job.idkey, job))
-            if len(victims) > 4 * len(self._running) + 64:  # drop entries of jobs long gone
-                self._victims = [e for e in victims if e[3].hver == e[1] and e[3].state == RUNNING]
-                heapq.heapify(self._victims)
+            self._list(job)
+
+    def _list(self, job: SimJob) -> None:
+        """Count a running job as a possible victim at its effective priority."""
+        count = self._victim_count
+        rep = job.rep
+        n = count.get(rep)
+        if n is None:
+            count[rep] = 1
+            heapq.heappush(self._victim_reps, rep)
+            if len(count) > 4 * len(self._running) + 64:  # drop priorities nobody holds any more
+                self._victim_count = count = {r: c for r, c in count.items() if c}
+                self._victim_reps = list(count)
+                heapq.heapify(self._victim_reps)
+        else:
+            count[rep] = n + 1
+        job.listed = True
+
+    def _unlist(self, job: SimJob) -> None:
+        """No longer a possible victim (stopped, saving, or about to be counted anew)."""
+        if job.listed:
+            self._victim_count[job.rep] -= 1
+            job.listed = False
+
+    def _lowest_victim(self) -> float | None:
+        """The lowest effective priority among possible victims (None: there are none)."""
+        reps = self._victim_reps
+        count = self._victim_count
+        while reps:
+            rep = reps[0]
+            if count[rep]:
+                return rep
+            del count[heapq.heappop(reps)]
+        return None
 
     def effective_priority(self, job_id: str) -> float:
         job = self._visible(job_id)
@@ -433,6 +468,7 @@ class Simulator:
         job.gpu_s += used
         self.closed_gpu_s += used
         job.alloc = {}
+        self._unlist(job)
         job.drain_until = None
         job.epoch += 1
         job.hver += 1
@@ -501,6 +537,7 @@ class Simulator:
             # Signalled now; it keeps its GPUs while it saves, then is requeued without loss.
             job.drain_until = now + grace
             job.hver += 1
+            self._unlist(job)
             self._rver += 1
             self._push(now + grace, _DRAIN, job, job.epoch)
             if by is not None:
@@ -634,16 +671,11 @@ class Simulator:
         """Victims for a blocked head (None when there are none now) and when to ask again."""
         head_ep = self._requester_ep(head, now)
         head_rate = self._cinfo[head.cls].rate if head.aging and not head.urgent else 0.0
-        victims = self._victims
-        while victims:
-            _, hver, _, job = victims[0]
-            if job.hver == hver and job.state == RUNNING and job.drain_until is None:
-                break
-            heapq.heappop(victims)
-        if not victims:
+        lowest = self._lowest_victim()
+        if lowest is None:
             return None, _INF
-        if not head_ep - victims[0][0] > self._delta:  # nobody running is low enough
-            return None, self._crossing(head_ep, head_rate, victims[0][0] + self._delta, now)
+        if not head_ep - lowest > self._delta:  # nobody running is low enough
+            return None, self._crossing(head_ep, head_rate, lowest + self._delta, now)
         gpus = self._gpus
         need = head.gpus
         if need == 1 and self.fast_path:
@@ -753,13 +785,8 @@ class Simulator:
         (the head does not age, no queued job ages past it): a cheap, certain "no"."""
         if head.urgent or head.aging or self._queue.aging_groups:
             return False
-        victims = self._victims
-        if not victims:
-            return True
-        ep, hver, _, job = victims[0]
-        if job.hver != hver or job.state != RUNNING or job.drain_until is not None:
-            return False  # stale top: let the full check clean the heap
-        return not head.priority - ep > self._delta
+        lowest = self._lowest_victim()
+        return lowest is None or not head.priority - lowest > self._delta
 
     def _try_preempt(self, head: SimJob) -> bool:
         """Preempt for a blocked head as the policy engine decides; True when the head started."""
