@@ -39,6 +39,10 @@ __all__ = ["STATE_VERSION", "Simulator"]
 
 STATE_VERSION = 1
 
+# The modes `_preempt` tells apart, as plain module names: in the compiled loop `Mode.X` is a
+# lookup on the enum class each time.
+_GRACEFUL, _CANCEL, _SUSPEND = Mode.GRACEFUL, Mode.CANCEL, Mode.SUSPEND
+
 # Event kinds (small ints: compared only for equality in the loop).
 _ARRIVE, _FINISH, _AGE, _DRAIN, _RECHECK, _GENERATE = range(6)
 _KIND_NAMES = ("arrive", "finish", "age", "drain", "recheck", "generate")
@@ -57,7 +61,7 @@ _Why = str | float
 _Choice = tuple[list[tuple[SimJob, _Why]], tuple[str, ...]]
 #: One preemption as logged: time, victim, preemptor, GPUs, GPU-seconds lost, mode, and the
 #: reason — a sentence, or the chosen cost of a policy preemption (`_reason` phrases it).
-_LogEntry = tuple[float, str, "str | None", int, float, str, _Why]
+_LogEntry = tuple[float, str, "str | None", int, float, Mode, _Why]
 
 
 def _reason(preemptor: str | None, why: _Why) -> str:
@@ -533,7 +537,7 @@ class Simulator:
             self.trace.append((now, "preempt", job.id, by.id if by else None))
         grace = self._grace
         lost = 0.0
-        if mode is Mode.GRACEFUL and grace > 0:
+        if mode is _GRACEFUL and grace > 0:
             # Signalled now; it keeps its GPUs while it saves, then is requeued without loss.
             job.drain_until = now + grace
             job.hver += 1
@@ -543,19 +547,19 @@ class Simulator:
             if by is not None:
                 job.claimed_by = by.id
                 by.claim.append(job.id)
-        elif mode is Mode.CANCEL:
+        elif mode is _CANCEL:
             lost = job.gpus * (job.done + elapsed)
             job.lost_s += lost
             self._release(job)
             self._retire(job, CANCELLED)
-        elif mode is Mode.SUSPEND or mode is Mode.GRACEFUL:
+        elif mode is _SUSPEND or mode is _GRACEFUL:
             # Suspend: paused with all progress kept; its GPUs are lent out until it resumes.
             # Graceful with no grace period: saved at the signal, nothing lost.
             job.done += elapsed
-            if job.ckpt is not None and mode is Mode.GRACEFUL:
+            if job.ckpt is not None and mode is _GRACEFUL:
                 job.last_ckpt = now
             self._release(job)
-            self._requeue(job, SUSPENDED if mode is Mode.SUSPEND else PENDING)
+            self._requeue(job, SUSPENDED if mode is _SUSPEND else PENDING)
         else:
             kept = self._kept_on_requeue(job, elapsed)
             lost = job.gpus * (elapsed - kept)
@@ -565,7 +569,7 @@ class Simulator:
                 job.last_ckpt = job.run_start + kept  # type: ignore[operator]
             self._release(job)
             self._requeue(job)
-        self._preemption_log.append((now, job.id, by.id if by else None, job.gpus, lost, mode.value, why))
+        self._preemption_log.append((now, job.id, None if by is None else by.id, job.gpus, lost, mode, why))
         return lost
 
     def _protection_end(self, job: SimJob, now: float) -> float:
@@ -1041,7 +1045,7 @@ class Simulator:
     @property
     def preemption_events(self) -> tuple[PreemptionEvent, ...]:
         """The most recent preemptions (up to `event_limit`), oldest first."""
-        return tuple(PreemptionEvent(t, victim, by, gpus, lost, mode, _reason(by, why))
+        return tuple(PreemptionEvent(t, victim, by, gpus, lost, mode.value, _reason(by, why))
                      for t, victim, by, gpus, lost, mode, why in self._preemption_log)
 
     def live_jobs(self) -> list[SimJob]:

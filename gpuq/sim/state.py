@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuq.model import JobClass
-from gpuq.policy.config import DEFAULT_POLICY, Policy
+from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.sim.jobs import RUNNING, SimJob
 from gpuq.sim.planner import Planner
 from gpuq.sim.simulator import (
@@ -119,7 +119,7 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
     sim._events = events
     for row in raw["preemption_events"]:
         sim._preemption_log.append((float(row[0]), str(row[1]), None if row[2] is None else str(row[2]),
-                                    int(row[3]), float(row[4]), str(row[5]), str(row[6])))
+                                    int(row[3]), float(row[4]), Mode(str(row[5])), str(row[6])))
     sim._rver = int(raw["rver"])
     blocked = raw["blocked"]
     sim._blocked = None if blocked is None else (str(blocked[0]), int(blocked[1]), int(blocked[2]))
