@@ -7,7 +7,7 @@ its attributes millions of times, and the snapshot turns it into an immutable `m
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from gpuq.sim.workload import JobSpec
 
@@ -23,12 +23,13 @@ __all__ = [
 ]
 
 # Job states inside the simulator; the visible ones equal `model.JobState` values.
-FUTURE = "future"  # not submitted yet: invisible in snapshots
-PENDING = "pending"
-RUNNING = "running"
-SUSPENDED = "suspended"  # preempted by suspend: waits in the queue with all progress kept
-COMPLETED = "completed"
-CANCELLED = "cancelled"
+# (Final: the compiled simulator uses the strings themselves instead of looking the names up)
+FUTURE: Final = "future"  # not submitted yet: invisible in snapshots
+PENDING: Final = "pending"
+RUNNING: Final = "running"
+SUSPENDED: Final = "suspended"  # preempted by suspend: waits in the queue with all progress kept
+COMPLETED: Final = "completed"
+CANCELLED: Final = "cancelled"
 
 
 def id_key(job_id: str) -> tuple[int, str]:

@@ -21,7 +21,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from gpuq.errors import NotFound, Refused
 from gpuq.gcpause import gc_paused
@@ -37,18 +37,24 @@ from gpuq.timefmt import format_time
 
 __all__ = ["STATE_VERSION", "Simulator"]
 
-STATE_VERSION = 1
+STATE_VERSION: Final = 1
 
 # The modes `_preempt` tells apart, as plain module names: in the compiled loop `Mode.X` is a
 # lookup on the enum class each time.
 _GRACEFUL, _CANCEL, _SUSPEND = Mode.GRACEFUL, Mode.CANCEL, Mode.SUSPEND
 
-# Event kinds (small ints: compared only for equality in the loop).
-_ARRIVE, _FINISH, _AGE, _DRAIN, _RECHECK, _GENERATE = range(6)
+# Event kinds (small ints: compared only for equality in the loop; Final, so the compiled loop
+# uses the numbers themselves instead of looking the names up).
+_ARRIVE: Final = 0
+_FINISH: Final = 1
+_AGE: Final = 2
+_DRAIN: Final = 3
+_RECHECK: Final = 4
+_GENERATE: Final = 5
 _KIND_NAMES = ("arrive", "finish", "age", "drain", "recheck", "generate")
 
 _Event = tuple[float, int, int, "SimJob | None", int]
-_INF = math.inf
+_INF: Final = math.inf
 
 
 def _chosen(cost: float) -> str:
