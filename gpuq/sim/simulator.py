@@ -70,6 +70,17 @@ _Choice = tuple[list[tuple[SimJob, _Why]], tuple[str, ...]]
 _LogEntry = tuple[float, str, "str | None", int, float, Mode, _Why]
 
 
+#: Two costs this far apart (GPU-seconds) compare the same rounded to 6 decimals as the engine
+#: rounds them (rounding moves each by at most 0.5e-6).
+_NEAR: Final = 2e-6
+
+
+def _single_key(cost: float, job: SimJob) -> tuple[float, float, float, str]:
+    """The engine's order of single victims: cost to 6 decimals, priority, later start, id (its
+    last tie-break, the node, never decides: no two jobs share an id)."""
+    return (round(cost, 6), job.rep, -job.run_start, job.id)  # type: ignore[operator]
+
+
 def _reason(preemptor: str | None, why: _Why) -> str:
     if isinstance(why, str):
         return why
@@ -656,11 +667,11 @@ class Simulator:
         lw, pw = self._lw, self._pw
         early = pw == 0 and lw > 0 and self._ckpt_running == 0 and self._default_ckpt <= 0
         cinfo = self._cinfo
-        best: tuple[SimJob, float] | None = None
-        best_key: tuple[float, float, float, str] | None = None
+        best: SimJob | None = None
+        best_cost = 0.0
         for job in reversed(self._running.values()):
             start: float = job.run_start  # type: ignore[assignment]
-            if early and best_key is not None and lw * (now - start) > best_key[0] + 1e-6:
+            if early and best is not None and lw * (now - start) > best_cost + _NEAR:
                 break
             job_ep = job.rep
             if not head_ep - job_ep > delta or job.prot > now or job.drain_until is not None:
@@ -671,11 +682,13 @@ class Simulator:
             cost = lw * (job.gpus * max(0.0, now - start) if early else self._lost(job, now))
             if pw:
                 cost += pw * job_ep
-            # (the engine's last tie-break, the node, never decides: no two jobs share an id)
-            key = (round(cost, 6), job_ep, -start, job.id)
-            if best_key is None or key < best_key:
-                best, best_key = (job, cost), key
-        return best
+            # Costs further apart than _NEAR order the same rounded (rounding is slow); nearer
+            # ones are ordered by the engine's whole key.
+            if best is None or cost < best_cost - _NEAR or (
+                cost <= best_cost + _NEAR and _single_key(cost, job) < _single_key(best_cost, best)
+            ):
+                best, best_cost = job, cost
+        return None if best is None else (best, best_cost)
 
     def _decide(self, head: SimJob, now: float) -> tuple[_Choice | None, float]:
         """Victims for a blocked head (None when there are none now) and when to ask again."""
