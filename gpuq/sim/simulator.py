@@ -292,14 +292,15 @@ class Simulator:
     def submit(self, spec: JobSpec | Iterable[JobSpec]) -> None:
         """Schedule the arrival of jobs at their submit times (at least `now`)."""
         specs = [spec] if isinstance(spec, JobSpec) else spec
-        for s in specs:
-            if s.id in self._jobs:
-                raise ValueError(f"duplicate job id {s.id!r}")
-            job = SimJob(s)
-            if job.submit < self.now:
-                job.submit = job.qs = self.now
-            self._jobs[job.id] = job
-            self._push(job.submit, _ARRIVE, job, 0)
+        with gc_paused():  # (many new objects, no cycles among them)
+            for s in specs:
+                if s.id in self._jobs:
+                    raise ValueError(f"duplicate job id {s.id!r}")
+                job = SimJob(s)
+                if job.submit < self.now:
+                    job.submit = job.qs = self.now
+                self._jobs[job.id] = job
+                self._push(job.submit, _ARRIVE, job, 0)
 
     def next_event_time(self) -> float | None:
         return self._events[0][0] if self._events else None
