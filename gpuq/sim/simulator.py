@@ -81,6 +81,24 @@ def _single_key(cost: float, job: SimJob) -> tuple[float, float, float, str]:
     return (round(cost, 6), job.rep, -job.run_start, job.id)  # type: ignore[operator]
 
 
+# The orders of the engine's multi-node plan (`engine._plan_multi`), on (cost, job) pairs.
+def _per_gpu_order(item: tuple[float, SimJob]) -> tuple[float, int, str]:
+    cost, job = item
+    return (cost / job.gpus, -job.gpus, job.id)
+
+
+def _dearest_first(item: tuple[float, SimJob]) -> tuple[float, str]:
+    return (-item[0], item[1].id)
+
+
+def _cheapest_first(item: tuple[float, SimJob]) -> tuple[float, str]:
+    return (item[0], item[1].id)
+
+
+def _emptiest_first(node: tuple[int, str]) -> tuple[int, str]:
+    return (-node[0], node[1])
+
+
 def _reason(preemptor: str | None, why: _Why) -> str:
     if isinstance(why, str):
         return why
@@ -714,6 +732,8 @@ class Simulator:
         if need > gpus.per_node:
             if gpus.total_free + sum(j.gpus for j in eligible) < need:
                 return None, unlock
+            if self.fast_path:
+                return self._greedy_multi_node(head, eligible, now), unlock
             nodes = list(range(len(gpus.names)))
         else:
             nodes, per_node = self._candidate_nodes(eligible, need, now)
@@ -792,6 +812,53 @@ class Simulator:
             items.sort(key=lambda item: (item[0], item[1]))  # the engine lists victims by cost, then id
             running = self._running
             choice = ([(running[item[1]], item[0]) for item in items], (node,))
+        if self.check_fast_path:
+            self._check_against_engine(head, now, choice)
+        return choice
+
+    def _greedy_multi_node(self, head: SimJob, eligible: list[SimJob], now: float) -> _Choice:
+        """The engine's multi-node plan (`engine._plan_multi`) computed on plain numbers; the
+        caller has made sure the eligible victims free enough GPUs.
+
+        Eligible victims in order of cost per GPU (more GPUs first, then id) until enough GPUs
+        are free; then the ones that turned out redundant dropped, most expensive first; the
+        job goes to the nodes with the most free GPUs. Every node takes work in the simulator,
+        so a victim frees all its GPUs.
+        """
+        gpus = self._gpus
+        need = head.gpus - gpus.total_free
+        lw, pw = self._lw, self._pw
+        costed: list[tuple[float, SimJob]] = []
+        for job in eligible:
+            cost = lw * self._lost(job, now)
+            if pw:
+                cost += pw * job.rep
+            costed.append((cost, job))
+        costed.sort(key=_per_gpu_order)
+        picked: list[tuple[float, SimJob]] = []
+        freed = 0
+        for item in costed:
+            if freed >= need:
+                break
+            picked.append(item)
+            freed += item[1].gpus
+        for item in sorted(picked, key=_dearest_first):
+            if freed - item[1].gpus >= need:
+                picked.remove(item)
+                freed -= item[1].gpus
+        free_after = list(gpus.free_n)
+        for _, job in picked:
+            for i, n in job.place:
+                free_after[i] += n
+        nodes: list[str] = []
+        total = 0
+        for count, name in sorted(zip(free_after, gpus.names, strict=True), key=_emptiest_first):
+            if total >= head.gpus or count == 0:
+                break
+            nodes.append(name)
+            total += count
+        picked.sort(key=_cheapest_first)
+        choice: _Choice = ([(job, cost) for cost, job in picked], tuple(sorted(nodes)))
         if self.check_fast_path:
             self._check_against_engine(head, now, choice)
         return choice
