@@ -308,17 +308,27 @@ class Simulator:
         heapq.heappush(self._events, (when, self._seq, kind, job, ver))
 
     def submit(self, spec: JobSpec | Iterable[JobSpec]) -> None:
-        """Schedule the arrival of jobs at their submit times (at least `now`)."""
-        specs = [spec] if isinstance(spec, JobSpec) else spec
+        """Schedule the arrival of jobs at their submit times (at least `now`). All or nothing: a
+        duplicate id (with a known job or within the batch) refuses the whole batch."""
+        specs = [spec] if isinstance(spec, JobSpec) else list(spec)
+        jobs = self._jobs
+        seen: set[str] = set()
+        for s in specs:
+            if s.id in jobs or s.id in seen:
+                raise ValueError(f"duplicate job id {s.id!r}")
+            seen.add(s.id)
+        arrivals: list[_Event] = []
         with gc_paused():  # (many new objects, no cycles among them)
             for s in specs:
-                if s.id in self._jobs:
-                    raise ValueError(f"duplicate job id {s.id!r}")
                 job = SimJob(s)
                 if job.submit < self.now:
                     job.submit = job.qs = self.now
-                self._jobs[job.id] = job
-                self._push(job.submit, _ARRIVE, job, 0)
+                jobs[job.id] = job
+                self._seq += 1
+                arrivals.append((job.submit, self._seq, _ARRIVE, job, 0))
+            # One heapify for the lot (linear) instead of a push each.
+            self._events.extend(arrivals)
+            heapq.heapify(self._events)
 
     def next_event_time(self) -> float | None:
         return self._events[0][0] if self._events else None

@@ -238,3 +238,23 @@ def test_demo_workload_runs_with_invariants() -> None:
     assert any(j.gpus > 8 for j in snap.jobs)  # multi-node jobs
     assert any(j.checkpoint_interval_s for j in snap.jobs)
     assert sim.preemptions > 0
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        pytest.param([_job("N1", 10, 5, 1), _job("A", 20, 5, 1)], id="id of a known job"),
+        pytest.param([_job("N1", 10, 5, 1), _job("N2", 20, 5, 1), _job("N1", 30, 5, 1)], id="id twice in the batch"),
+    ],
+)
+def test_a_batch_with_a_duplicate_id_is_refused_whole(batch: list[JobSpec]) -> None:
+    sim = _sim(Policy())
+    sim.submit([_job("A", 0, 100, 1)])
+    sim.run_until(1)
+    before = json.dumps(sim.to_dict())
+    with pytest.raises(ValueError, match="duplicate job id"):
+        sim.submit(batch)
+    assert json.dumps(sim.to_dict()) == before  # none of the batch got in
+    sim.submit([_job("N1", 10, 5, 1)])  # the same job alone is fine
+    sim.run()
+    assert [j.id for j in sim.history] == ["A", "N1"]  # (equal priorities: N1 waits for A)
