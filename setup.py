@@ -22,7 +22,7 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 # Keep in step with gpuq/sim/_native.py (NATIVE_MODULES), which checks what was built.
-NATIVE_MODULES = ("jobs", "cluster", "queue", "simulator")
+NATIVE_MODULES = ("workload", "jobs", "cluster", "queue", "simulator")
 RECORD = "_native.json"
 
 

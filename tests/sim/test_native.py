@@ -89,7 +89,7 @@ def test_select_loads_every_module_from_source_when_the_build_is_stale(tmp_path:
     (pkg / "cluster.py").write_text("ORIGIN = 'source'\nORDER = 1\n# a fix made after compiling\n")
     got = _select_in_child(pkg, env_pure=False)
     assert got["native"] is False
-    # all four, not just the edited one: compiled modules call each other's machine code directly
+    # all of them, not just the edited one: compiled modules call each other's machine code directly
     assert got["loaded"] == {n: str(pkg / f"{n}.py") for n in _native.NATIVE_MODULES}
     assert got["attrs"] == [True] * len(_native.NATIVE_MODULES)
 
