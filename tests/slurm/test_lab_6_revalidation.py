@@ -42,8 +42,15 @@ def _queue() -> dict[str, dict[str, Any]]:
 
 
 def _sacct_has(job_id: str, state: str) -> bool:
-    out = lab.sh(["sacct", "-n", "-P", "-X", "-D", "-j", job_id, "-o", "State"])
-    return any(line.startswith(state) for line in out.splitlines())
+    """slurmdbd holds a run of the job that ended in `state`, with its end time. (While a requeue
+    is still completing, sacct shows the state with End "Unknown"; the ledger dates a lost run
+    by its end, so it counts the run from the read after the end time is recorded.)"""
+    out = lab.sh(["sacct", "-n", "-P", "-X", "-D", "-j", job_id, "-o", "State,End"])
+    return any(
+        row[0].startswith(state) and row[1] not in ("", "Unknown", "None")
+        for row in (line.split("|") for line in out.splitlines())
+        if len(row) >= 2
+    )
 
 
 def _restarts(job_id: str) -> int:
