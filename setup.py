@@ -11,6 +11,7 @@ GPUQ_PURE_PYTHON=1 at install time skips compiling; at run time it ignores a com
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -21,9 +22,23 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-# Keep in step with gpuq/sim/_native.py (NATIVE_MODULES), which checks what was built.
-NATIVE_MODULES = ("workload", "jobs", "cluster", "queue", "simulator")
-RECORD = "_native.json"
+
+
+def _load_native() -> Any:
+    """gpuq/sim/_native.py (stdlib only), which checks at run time what this build compiled: the
+    module list and the record's name come from there. Loaded by path: importing the package
+    would need gpuq's dependencies, which a build environment does not have."""
+    spec = importlib.util.spec_from_file_location("gpuq_sim_native", ROOT / "gpuq" / "sim" / "_native.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_native = _load_native()
+NATIVE_MODULES: tuple[str, ...] = _native.NATIVE_MODULES
+RECORD: str = _native.RECORD
+PURE_ENV: str = _native.PURE_ENV
 
 
 def _digest(path: Path) -> str:
@@ -50,7 +65,7 @@ class OptionalBuildExt(build_ext):
 
 
 def _native_extensions() -> list[Any]:
-    if os.environ.get("GPUQ_PURE_PYTHON") == "1":
+    if os.environ.get(PURE_ENV) == "1":
         return []
     try:
         from mypyc.build import mypycify
