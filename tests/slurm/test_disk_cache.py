@@ -16,6 +16,7 @@ from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.backends.slurm.history import OVERLAP_S, HistoryCache
 from gpuq.backends.slurm.sacct import AcctRecord
 from gpuq.model import JobState
+from tests.slurm import cachefile
 from tests.slurm.test_backend_fake_cli import fake  # noqa: F401 - the stand-in CLIs, by name below
 
 pytestmark = pytest.mark.usefixtures("fake")
@@ -77,11 +78,8 @@ def test_history_ttl_then_incremental_window() -> None:
     SlurmBackend(history_ttl_s=15).snapshot()
     assert _count("sacct ") == 0  # younger than the TTL: not asked at all
     # Age the cached read past the TTL: the next invocation asks, but only since the last read.
-    data = json.loads(_cache_file().read_text())
-    read_until = data["history"]["read_until"] - 60
-    data["history"]["read_until"] = read_until
-    data["history"]["fresh_at"] -= 60
-    _cache_file().write_text(json.dumps(data))
+    cachefile.age(history=60)
+    read_until = cachefile.read()["history"]["read_until"]
     backend = SlurmBackend(history_ttl_s=15)
     backend.snapshot()
     assert _count("sacct ") == 1
@@ -99,10 +97,7 @@ def test_history_ttl_zero_always_asks() -> None:
 
 def test_config_ttl_is_respected_between_invocations() -> None:
     SlurmBackend(config_ttl_s=60).snapshot()
-    data = json.loads(_cache_file().read_text())
-    data["config"]["read_at"] -= 61
-    data["config"]["checked_at"] -= 61
-    _cache_file().write_text(json.dumps(data))
+    cachefile.age(config=61)
     _reset_log()
     SlurmBackend(config_ttl_s=60).snapshot()
     for prefix in CONFIG_READS:

@@ -19,6 +19,7 @@ from gpuq.backends.slurm import SlurmBackend
 from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.backends.slurm.text import DELIM
 from gpuq.model import Snapshot
+from tests.slurm import cachefile
 from tests.slurm.samples import LIVE
 from tests.slurm.test_backend_fake_cli import fake  # noqa: F401 - the stand-in CLIs, by name below
 
@@ -45,15 +46,6 @@ def _indexes(snap: Snapshot) -> dict[str, tuple[int, dict[str, tuple[int | None,
     return {j.id: (j.gpus, dict(j.allocation)) for j in snap.jobs if j.allocation}
 
 
-def _cache() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(SlurmDiskCache("").path.read_text())
-    return data
-
-
-def _write_cache(data: dict[str, Any]) -> None:
-    SlurmDiskCache("").path.write_text(json.dumps(data))
-
-
 def _bindir() -> Path:
     return Path(os.environ["PATH"].split(os.pathsep)[0])
 
@@ -75,7 +67,7 @@ def _squeue(bindir: Path, raw: str, edit: Callable[[list[str]], None]) -> None:
 def _warm(**kw: Any) -> Snapshot:
     """A first invocation (every holder read), then a clean log."""
     snap = SlurmBackend(**kw).snapshot()
-    assert sorted(_cache()["queue"]["held"]) == sorted(HOLDERS)
+    assert sorted(cachefile.read()["queue"]["held"]) == sorted(HOLDERS)
     _reset_log()
     return snap
 
@@ -99,12 +91,12 @@ def test_a_later_read_takes_every_running_jobs_indexes_from_the_cache(threshold:
 
 def test_a_requeued_job_is_read_again() -> None:
     _warm()
-    before = _cache()["queue"]["held"]["73"][0]
+    before = cachefile.read()["queue"]["held"]["73"][0]
     _squeue(_bindir(), "73", lambda f: f.__setitem__(START, "2026-11-29T19:30:00"))  # started again
     backend = SlurmBackend()
     backend.snapshot()
     assert _detail_reads() == ["scontrol show job -d -o 73"] and backend.detail_cached == 5
-    assert _cache()["queue"]["held"]["73"][0] != before  # kept under its new run
+    assert cachefile.read()["queue"]["held"]["73"][0] != before  # kept under its new run
 
 
 def test_a_resized_job_is_read_again() -> None:
@@ -127,27 +119,27 @@ def test_a_resized_job_is_read_again() -> None:
 def test_a_job_new_to_the_cache_is_read() -> None:
     reference = SlurmBackend(persist=False).snapshot()
     _warm()
-    data = _cache()
+    data = cachefile.read()
     del data["queue"]["held"]["68"]
-    _write_cache(data)
+    cachefile.write(data)
     backend = SlurmBackend()
     snap = backend.snapshot()
     assert _detail_reads() == ["scontrol show job -d -o 68"] and backend.detail_cached == 5
     assert _indexes(snap) == _indexes(reference)
-    assert sorted(_cache()["queue"]["held"]) == sorted(HOLDERS)
+    assert sorted(cachefile.read()["queue"]["held"]) == sorted(HOLDERS)
 
 
 def test_the_cache_keeps_the_current_holders_only() -> None:
     _warm()
-    data = _cache()
+    data = cachefile.read()
     data["queue"]["held"]["999"] = [1.0, ["gpu1"], 1, {"gpu1": [0]}]  # a job that has ended since
-    _write_cache(data)
+    cachefile.write(data)
     # ...and job 73 has ended too (squeue shows it COMPLETED).
     _squeue(_bindir(), "73", lambda f: f.__setitem__(STATE, "COMPLETED"))
     backend = SlurmBackend()
     backend.snapshot()
     assert _detail_reads() == [] and backend.detail_cached == 5
-    assert sorted(_cache()["queue"]["held"]) == sorted(HOLDERS - {"73"})
+    assert sorted(cachefile.read()["queue"]["held"]) == sorted(HOLDERS - {"73"})
 
 
 @pytest.mark.parametrize(
@@ -167,22 +159,22 @@ def test_a_missing_or_corrupt_cache_means_reading(spoil: Callable[[Path, dict[st
     reference = SlurmBackend(persist=False).snapshot()
     _warm()
     path = SlurmDiskCache("").path
-    spoil(path, _cache())
+    spoil(path, cachefile.read())
     backend = SlurmBackend()
     snap = backend.snapshot()
     assert sorted(c.rsplit(" ", 1)[1] for c in _detail_reads()) == sorted(HOLDERS)
     assert backend.detail_cached == 0 and backend.detail_read == "one-by-one"
     assert _indexes(snap) == _indexes(reference)
-    assert sorted(_cache()["queue"]["held"]) == sorted(HOLDERS)  # and kept again
+    assert sorted(cachefile.read()["queue"]["held"]) == sorted(HOLDERS)  # and kept again
 
 
 def test_wrong_indexes_under_another_run_are_never_shown() -> None:
     reference = SlurmBackend(persist=False).snapshot()
     _warm()
-    data = _cache()
+    data = cachefile.read()
     start, nodes, gpus, _alloc = data["queue"]["held"]["73"]
     data["queue"]["held"]["73"] = [start - 60, nodes, gpus, {nodes[0]: [5, 6, 7]}]  # an earlier run's
-    _write_cache(data)
+    cachefile.write(data)
     snap = SlurmBackend().snapshot()
     assert _detail_reads() == ["scontrol show job -d -o 73"]
     assert _indexes(snap) == _indexes(reference)

@@ -11,27 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from gpuq.backends.slurm import SlurmBackend
-from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.cli.main import cli
-from tests.slurm import lab
+from tests.slurm import cachefile, lab
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("qos_lab")]
-
-
-def _cache() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(SlurmDiskCache("").path.read_text())
-    return data
-
-
-def _age_history(seconds: float) -> None:
-    """As if the cached sacct read was made ``seconds`` earlier (past history_ttl_s, 15 s)."""
-    data = _cache()
-    hist = data["history"]
-    hist["read_until"] -= seconds
-    hist["fresh_at"] -= seconds
-    if "accounted" in hist:
-        hist["accounted"]["at"] -= seconds
-    SlurmDiskCache("").path.write_text(json.dumps(data))
 
 
 def _queue() -> dict[str, dict[str, Any]]:
@@ -65,12 +48,12 @@ def test_queue_waits_for_sacct_only_after_a_preemption_or_requeue() -> None:
     assert all(first[j]["preemptions"] == 0 for j in low)
 
     # Nothing changed: past the TTL, a ledger-free read does not wait; its cached window stays.
-    _age_history(60)
-    before = _cache()["history"]
+    cachefile.age(history=60)
+    before = cachefile.read()["history"]
     quiet = SlurmBackend()
     snap = quiet.snapshot(ledger=False)
     assert quiet.history_skipped, quiet.history_wait
-    assert _cache()["history"]["read_until"] == before["read_until"]
+    assert cachefile.read()["history"]["read_until"] == before["read_until"]
     assert all(snap.job(j) is not None and not snap.job(j).preemption_times for j in low)  # type: ignore[union-attr]
 
     # A real preemption: an urgent job takes a GPU, slurmctld requeues one low job for it.
@@ -84,15 +67,15 @@ def test_queue_waits_for_sacct_only_after_a_preemption_or_requeue() -> None:
     lab.wait_for(lambda: _sacct_has(victim, "PREEMPTED"), 30, "slurmdbd to record the preemption")
 
     # The next queue read past the TTL sees the victim's RestartCnt grow, waits for sacct, shows it.
-    _age_history(60)
+    cachefile.age(history=60)
     rows = _queue()
     assert rows[victim]["preemptions"] == 1, rows[victim]
     assert rows[other]["preemptions"] == 0
-    assert _cache()["history"]["read_until"] > before["read_until"]  # the window moved: sacct was read
-    assert _cache()["history"]["accounted"]["restarts"].get(victim) == 1
+    assert cachefile.read()["history"]["read_until"] > before["read_until"]  # the window moved: sacct was read
+    assert cachefile.read()["history"]["accounted"]["restarts"].get(victim) == 1
 
     # Accounted for now: the next read past the TTL no longer waits, and still shows it.
-    _age_history(60)
+    cachefile.age(history=60)
     again = SlurmBackend()
     snap = again.snapshot(ledger=False)
     assert again.history_skipped, again.history_wait
@@ -103,13 +86,13 @@ def test_queue_waits_for_sacct_only_after_a_preemption_or_requeue() -> None:
     assert lab.states()[other][0] == "RUNNING"
     lab.sh(["scontrol", "requeue", other])
     lab.wait_for(lambda: _sacct_has(other, "REQUEUED"), 30, "slurmdbd to record the requeue")
-    _age_history(60)
+    cachefile.age(history=60)
     waited = SlurmBackend()
     snap = waited.snapshot(ledger=False)
     assert not waited.history_skipped
     assert f"job {other} has RestartCnt 1" in waited.history_wait
     job = snap.job(other)
     assert job is not None and len(job.preemption_times) == 1
-    _age_history(60)
+    cachefile.age(history=60)
     assert _queue()[other]["preemptions"] == 1
     lab.cancel_all()

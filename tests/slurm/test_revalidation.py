@@ -26,8 +26,9 @@ from gpuq.backends.slurm.history import OVERLAP_S, HistoryCache
 from gpuq.backends.slurm.runner import Cancelled, CancelToken, Runner
 from gpuq.backends.slurm.values import text_time
 from gpuq.errors import BadInput
-from gpuq.model import Job, JobState
+from gpuq.model import Job, JobState, Snapshot
 from gpuq.policy.config import Mode
+from tests.slurm import cachefile
 from tests.slurm.samples import LIVE
 from tests.slurm.test_backend_fake_cli import _tool, fake  # noqa: F401 - the stand-in CLIs, by name below
 
@@ -150,20 +151,19 @@ class Stand:
 
     # -- the disk cache, as a later invocation finds it
     def cache(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(SlurmDiskCache("").path.read_text())
-        return data
+        return cachefile.read()
 
     def age(self, *, config: float = 0.0, history: float = 0.0) -> None:
         """Move the cache's config and/or sacct read ``config``/``history`` seconds into the past."""
-        data = self.cache()
-        for key in ("read_at", "checked_at"):
-            data["config"][key] -= config
-        hist = data["history"]
-        hist["read_until"] -= history
-        hist["fresh_at"] -= history
-        if "accounted" in hist:
-            hist["accounted"]["at"] -= history
-        SlurmDiskCache("").path.write_text(json.dumps(data))
+        cachefile.age(config=config, history=history)
+
+    def later(self, *, config: float = 0.0, **backend: Any) -> tuple[SlurmBackend, Snapshot]:
+        """A later invocation: the config read ``config`` seconds older, the call log emptied, a
+        new backend (``backend``: its settings) and its snapshot."""
+        self.age(config=config)
+        self.reset_log()
+        fresh = SlurmBackend(**backend)
+        return fresh, fresh.snapshot()
 
 
 @pytest.fixture
@@ -216,10 +216,7 @@ def test_unchanged_fingerprint_keeps_the_qos_table_without_sacctmgr(stand: Stand
     first = SlurmBackend().snapshot()
     assert len(stand.calls("sacctmgr ")) == 1
     read_at = stand.cache()["config"]["read_at"]
-    stand.age(config=90)  # past config_ttl_s (60 s), well within config_max_age_s (600 s)
-    stand.reset_log()
-    backend = SlurmBackend()
-    snap = backend.snapshot()
+    backend, snap = stand.later(config=90)  # past config_ttl_s (60 s), well within config_max_age_s (600 s)
     assert backend.config_check == "kept"
     assert not stand.calls("sacctmgr "), stand.calls()
     # ... checked against slurmctld's own reads instead.
@@ -251,10 +248,7 @@ def test_changed_fingerprint_reads_sacctmgr(stand: Stand, change: Any) -> None:
     changed = change(text)
     assert changed != text
     stand.assoc(changed)
-    stand.age(config=90)
-    stand.reset_log()
-    backend = SlurmBackend()
-    backend.snapshot()
+    backend, _ = stand.later(config=90)
     assert backend.config_check == "read"
     assert len(stand.calls("sacctmgr ")) == 1
 
@@ -264,25 +258,16 @@ def test_changed_partitions_read_sacctmgr(stand: Stand, monkeypatch: pytest.Monk
     parts = (LIVE / "scontrol-show-partition-o.txt").read_text().replace("PriorityTier=1 ", "PriorityTier=2 ", 1)
     (stand.root / "parts.txt").write_text(parts)
     monkeypatch.setenv("FAKE_PARTS_FILE", str(stand.root / "parts.txt"))
-    stand.age(config=90)
-    stand.reset_log()
-    backend = SlurmBackend()
-    backend.snapshot()
+    backend, _ = stand.later(config=90)
     assert backend.config_check == "read" and len(stand.calls("sacctmgr ")) == 1
 
 
 def test_past_config_max_age_reads_sacctmgr(stand: Stand) -> None:
     SlurmBackend().snapshot()
-    stand.age(config=601)
-    stand.reset_log()
-    backend = SlurmBackend()
-    backend.snapshot()
+    backend, _ = stand.later(config=601)
     assert backend.config_check == "read" and len(stand.calls("sacctmgr ")) == 1
     # config_max_age_s=0: never kept, every check past the TTL reads sacctmgr (the old behaviour).
-    stand.age(config=90)
-    stand.reset_log()
-    strict = SlurmBackend(config_max_age_s=0)
-    strict.snapshot()
+    strict, _ = stand.later(config=90, config_max_age_s=0)
     assert strict.config_check == "read" and len(stand.calls("sacctmgr ")) == 1
 
 
@@ -290,10 +275,7 @@ def test_no_qos_in_slurmctlds_cache_means_no_fingerprint(stand: Stand) -> None:
     stand.assoc("")  # slurmctld shows no QOS while slurmdbd has five: nothing to check against
     SlurmBackend().snapshot()
     assert stand.cache()["config"]["fingerprint"] is None
-    stand.age(config=90)
-    stand.reset_log()
-    backend = SlurmBackend()
-    backend.snapshot()
+    backend, _ = stand.later(config=90)
     assert backend.config_check == "read" and len(stand.calls("sacctmgr ")) == 1
 
 
