@@ -201,11 +201,8 @@ class Simulator:
             # Priorities, aging and preemptibility may all have changed: re-sort everything.
             for job in list(self._queue.jobs.values()):
                 self._enqueue(job)
-            self._victim_count, self._victim_reps = {}, []
             for job in self._running.values():
-                job.listed = False
-            for job in self._running.values():
-                self._arm(job)
+                self._arm(job)  # (uncounts it at its old priority, counts it at its new one)
             self._rver += 1
             self._schedule()
 

@@ -25,6 +25,7 @@ from gpuq.sim.simulator import (
     STATE_VERSION,
     Simulator,
     _Event,
+    _reason,
 )
 from gpuq.sim.workload import ClusterSpec, WorkloadStream
 
@@ -67,9 +68,9 @@ def dump(sim: Simulator) -> dict[str, Any]:
             for t, seq, kind, job, ver in sorted(sim._events)
             if _event_live(sim, (t, seq, kind, job, ver))
         ],
-        "preemption_events": [
-            [e.time, e.victim, e.preemptor, e.gpus, e.gpu_seconds_lost, e.mode, e.reason]
-            for e in sim.preemption_events
+        "preemption_events": [  # (from the log itself: no model objects just to read them back)
+            [t, victim, by, gpus, lost, mode.value, _reason(by, why)]
+            for t, victim, by, gpus, lost, mode, why in sim._preemption_log
         ],
         "rver": sim._rver,
         "blocked": None if sim._blocked is None else list(sim._blocked),

@@ -258,3 +258,19 @@ def test_a_batch_with_a_duplicate_id_is_refused_whole(batch: list[JobSpec]) -> N
     sim.submit([_job("N1", 10, 5, 1)])  # the same job alone is fine
     sim.run()
     assert [j.id for j in sim.history] == ["A", "N1"]  # (equal priorities: N1 waits for A)
+
+
+def test_a_new_policy_recounts_the_running_jobs_as_victims() -> None:
+    """set_policy re-arms every running job: a class made non-preemptible stops offering victims,
+    made preemptible again offers them, and a new Δ applies to the jobs already running."""
+    sim = _sim(Policy(classes={"batch": ClassPolicy(preemptible=False)}), nodes=1, gpus=2)
+    sim.submit([_job("A", 0, 1000, 1), _job("B", 0, 1000, 2), _job("H", 10, 100, 50)])
+    sim.run_until(20)
+    assert sim.preemptions == 0 and sim.snapshot_job("H").state is JobState.PENDING
+    sim.set_policy(Policy(delta=60.0))  # preemptible now, but a gap of 49 or 48 is not > 60
+    sim.run_until(30)
+    assert sim.preemptions == 0 and sim.snapshot_job("H").state is JobState.PENDING
+    sim.set_policy(Policy(delta=48.5))  # only A (priority 1) is far enough below H
+    sim.run_until(40)
+    assert [(e.victim, e.preemptor) for e in sim.preemption_events] == [("A", "H")]
+    assert sim.snapshot_job("H").state is JobState.RUNNING
