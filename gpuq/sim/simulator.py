@@ -99,10 +99,15 @@ def _emptiest_first(node: tuple[int, str]) -> tuple[int, str]:
     return (-node[0], node[1])
 
 
+def _for_job(preemptor: str, detail: str) -> str:
+    """A policy preemption's reason: for which job, and the engine's word on the victim."""
+    return f"preempted for job {preemptor}: {detail}" if detail else f"preempted for job {preemptor}"
+
+
 def _reason(preemptor: str | None, why: _Why) -> str:
     if isinstance(why, str):
         return why
-    return f"preempted for job {preemptor}: {_chosen(why)}"
+    return _for_job(str(preemptor), _chosen(why))
 
 
 class _ClassInfo:
@@ -754,9 +759,8 @@ class Simulator:
         choice: _Choice | None = None
         if planned is not None:
             running = self._running
-            reasons = {v: f"preempted for job {head.id}" + (f": {d}" if (d := planned.details.get(v)) else "")
-                       for v in planned.victims}
-            choice = ([(running[v], reasons[v]) for v in planned.victims if v in running], planned.nodes)
+            choice = ([(running[v], _for_job(head.id, planned.details.get(v, ""))) for v in planned.victims
+                       if v in running], planned.nodes)
         if self.check_fast_path and len(nodes) < len(gpus.names):
             self._check_against_engine(head, now, choice)
         return choice, unlock
