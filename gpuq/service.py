@@ -419,6 +419,7 @@ def open_cluster(
     seed: int | None = None,
     speed: float | None = None,
     audit: AuditLog | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Cluster:
     """Resolve options, config and defaults into a `Cluster` handle.
 
@@ -472,7 +473,9 @@ def open_cluster(
         site_default = backend_class(backend_name).default_policy
         if site_default is not None:
             policy = PolicySource(site_default, f"{backend_name} backend's built-in policy")
-    implicit = {"policy": policy.policy}  # passed only to backends that take it (the demo)
+    implicit: dict[str, Any] = {"policy": policy.policy}  # passed only to backends that take it (the demo)
+    if clock is not None:
+        implicit["clock"] = clock
     return Cluster(create_backend(backend_name, options, implicit), backend_name, policy, audit)
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from gpuq.config import Config
     from gpuq.service import Cluster
 
-__all__ = ["App", "GlobalOptions", "current_app", "global_options", "job_argument", "pass_app"]
+__all__ = ["App", "GlobalOptions", "Injected", "current_app", "global_options", "job_argument", "pass_app"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _META_KEY = "gpuq.globals"
@@ -41,6 +41,14 @@ class GlobalOptions:
     no_color: bool = False
     seed: int | None = None
     speed: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Injected:
+    """What an embedding program or a test hands the CLI as click's ``obj`` instead of the
+    defaults: the wall clock backends read (None: the real one)."""
+
+    clock: Callable[[], float] | None = None
 
 
 def _globals(ctx: click.Context) -> GlobalOptions:
@@ -102,8 +110,9 @@ def global_options(func: F) -> F:
 class App:
     """What one invocation works with: the merged options, the config and the cluster handle."""
 
-    def __init__(self, options: GlobalOptions) -> None:
+    def __init__(self, options: GlobalOptions, injected: Injected | None = None) -> None:
         self.options = options
+        self.injected = injected or Injected()
         self._config: Config | None = None
         self._cluster: Cluster | None = None
 
@@ -129,6 +138,7 @@ class App:
                 config=self.config,
                 seed=o.seed,
                 speed=o.speed,
+                clock=self.injected.clock,
             )
         return self._cluster
 
@@ -143,10 +153,11 @@ class App:
 
 def current_app(ctx: click.Context | None = None) -> App:
     ctx = ctx or click.get_current_context()
-    meta = ctx.find_root().meta
-    app = meta.get(_APP_KEY)
+    root = ctx.find_root()
+    app = root.meta.get(_APP_KEY)
     if app is None:
-        app = meta[_APP_KEY] = App(_globals(ctx))
+        injected = root.obj if isinstance(root.obj, Injected) else None
+        app = root.meta[_APP_KEY] = App(_globals(ctx), injected)
     return app
 
 

@@ -16,6 +16,7 @@ from gpuq.errors import GpuqError
 from gpuq.model import JobState, Snapshot
 from gpuq.policy.config import Mode
 from gpuq.snapshot_io import read_snapshot_file
+from tests.clock import TickingClock
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots"
 SMALL = SNAPSHOTS / "small.json"
@@ -109,13 +110,24 @@ def fake() -> Iterator[type[FakeBackend]]:
 Runner = Callable[..., Result]
 
 
+#: The wall clock of the CLI tests (a weekday afternoon, UTC): live backends read this, never the
+#: real clock, so what a test sees does not depend on when it runs.
+CLI_CLOCK_START = 1_795_100_400.0  # 2026-11-19T15:00:00Z
+
+
 @pytest.fixture
-def gpuq() -> Runner:
-    """Run `gpuq ARGS…`; returns click's Result (stdout/stderr kept apart)."""
+def clock() -> TickingClock:
+    return TickingClock(CLI_CLOCK_START)
+
+
+@pytest.fixture
+def gpuq(clock: TickingClock) -> Runner:
+    """Run `gpuq ARGS…` on the test clock; returns click's Result (stdout/stderr kept apart)."""
     from gpuq.cli.main import cli
+    from gpuq.cli.options import Injected
 
     def run(*args: str, input: str | None = None) -> Result:
-        return CliRunner().invoke(cli, list(args), prog_name="gpuq", input=input)
+        return CliRunner().invoke(cli, list(args), prog_name="gpuq", input=input, obj=Injected(clock=clock))
 
     return run
 

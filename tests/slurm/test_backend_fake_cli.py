@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuq.backends.slurm import SlurmBackend
 from gpuq.errors import BadInput, NotFound, PermissionDenied, Refused, Unreachable
 from gpuq.model import JobState
 from gpuq.policy.config import Mode
-from tests.slurm.samples import LIVE
+from tests.slurm.samples import LIVE, stand_in
 
 SCONTROL = f"""#!/bin/bash
 echo "scontrol $*" >> "$FAKE_LOG"
@@ -76,7 +75,7 @@ def _calls(bindir: Path) -> list[str]:
 
 
 def test_snapshot_from_replayed_output(fake: Path) -> None:
-    snap = SlurmBackend().snapshot()
+    snap = stand_in().snapshot()
     assert snap.cluster == "gpuqlab"
     assert snap.backend == "slurm"
     ids = {j.id for j in snap.jobs}
@@ -88,7 +87,7 @@ def test_snapshot_from_replayed_output(fake: Path) -> None:
 
 
 def test_history_is_cached_by_time_window(fake: Path) -> None:
-    backend = SlurmBackend(history_ttl_s=0)
+    backend = stand_in(history_ttl_s=0)
     backend.snapshot()
     backend.snapshot()
     sacct = [c for c in _calls(fake) if c.startswith("sacct ")]
@@ -100,45 +99,45 @@ def test_history_is_cached_by_time_window(fake: Path) -> None:
 
 
 def test_cluster_option_is_passed_as_dash_m(fake: Path) -> None:
-    SlurmBackend(cluster="prod").snapshot()
+    stand_in(cluster="prod").snapshot()
     assert any(c.startswith("squeue -M prod ") for c in _calls(fake))
 
 
 def test_hung_cli_is_unreachable_naming_the_command(fake: Path) -> None:
     _tool(fake, "squeue", "#!/bin/bash\nsleep 5\n")
     with pytest.raises(Unreachable, match=r"`squeue -h -a --Format=.*` did not answer within 0.5s.*10\.1\.2\.3:6817"):
-        SlurmBackend(timeout_s=0.5).snapshot()
+        stand_in(timeout_s=0.5).snapshot()
 
 
 def test_truncated_output_is_bad_input_naming_the_command(fake: Path) -> None:
     _tool(fake, "squeue", f"#!/bin/bash\nhead -c 700 {LIVE}/squeue-format.txt\n")
     with pytest.raises(BadInput, match=r"`squeue --Format`: line \d+: .* \(truncated output\?\)"):
-        SlurmBackend().snapshot()
+        stand_in().snapshot()
 
 
 def test_controller_down_is_unreachable_with_its_address(fake: Path) -> None:
     message = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
     _tool(fake, "squeue", f"#!/bin/bash\necho '{message}' >&2\nexit 1\n")
     with pytest.raises(Unreachable, match=r"slurmctld at 10\.1\.2\.3:6817 .* is unreachable"):
-        SlurmBackend().snapshot()
+        stand_in().snapshot()
 
 
 def test_unknown_job_is_not_found(fake: Path) -> None:
     with pytest.raises(NotFound, match="no job 99999"):
-        SlurmBackend().bump("99999", priority=5, urgent=False, reason="t", dry_run=True)
+        stand_in().bump("99999", priority=5, urgent=False, reason="t", dry_run=True)
     with pytest.raises(NotFound, match="Slurm job ids look like"):
-        SlurmBackend().bump("--help", priority=5, urgent=False, reason="t", dry_run=True)
+        stand_in().bump("--help", priority=5, urgent=False, reason="t", dry_run=True)
 
 
 @pytest.mark.parametrize("message", ["Invalid user id for job 69", "Access/permission denied for job 69"])
 def test_permission_denied_names_the_privilege(fake: Path, monkeypatch: pytest.MonkeyPatch, message: str) -> None:
     monkeypatch.setenv("FAKE_UPDATE_ERR", message)
     with pytest.raises(PermissionDenied, match="operator or admin"):
-        SlurmBackend().bump("69", priority=9000, urgent=False, reason="t", dry_run=False)
+        stand_in().bump("69", priority=9000, urgent=False, reason="t", dry_run=False)
 
 
 def test_dry_runs_run_nothing_mutating(fake: Path) -> None:
-    backend = SlurmBackend(urgent_qos="urgent", exempt_qos="exempt")
+    backend = stand_in(urgent_qos="urgent", exempt_qos="exempt")
     bump = backend.bump("69", priority=9000, urgent=False, reason="t", dry_run=True)
     assert bump.commands == [["scontrol", "update", "JobId=69", "Priority=9000"]]
     assert bump.before["priority"] == 5000
@@ -163,7 +162,7 @@ def test_dry_runs_run_nothing_mutating(fake: Path) -> None:
 
 
 def test_exempt_off_restores_the_recorded_qos(fake: Path) -> None:
-    backend = SlurmBackend(exempt_qos="exempt")
+    backend = stand_in(exempt_qos="exempt")
     # Job 64 carries gpuq:exempt-until=...;gpuq:prev-qos=low in its AdminComment (from the capture).
     result = backend.exempt("64", until=None, reason="t", dry_run=True)
     assert result.before["exempt_until"] is not None
@@ -177,7 +176,7 @@ def test_preempting_a_pending_job_is_refused(fake: Path) -> None:
     from gpuq.errors import Refused
 
     with pytest.raises(Refused, match="job 69 is pending"):
-        SlurmBackend().preempt("69", mode=Mode.REQUEUE, reason="t", dry_run=True)
+        stand_in().preempt("69", mode=Mode.REQUEUE, reason="t", dry_run=True)
 
 
 def test_squeue_without_the_extra_fields_falls_back(fake: Path) -> None:
@@ -187,7 +186,7 @@ def test_squeue_without_the_extra_fields_falls_back(fake: Path) -> None:
         f" exit 1;; esac\ncat {LIVE}/squeue-format.txt\n"
     )
     _tool(fake, "squeue", body)
-    snap = SlurmBackend().snapshot()
+    snap = stand_in().snapshot()
     job = snap.job("64")
     assert job is not None
     assert job.exempt_until is not None
@@ -195,7 +194,7 @@ def test_squeue_without_the_extra_fields_falls_back(fake: Path) -> None:
 
 
 def test_history_returns_finished_jobs(fake: Path) -> None:
-    jobs = {j.id: j for j in SlurmBackend().history(since=0.0)}
+    jobs = {j.id: j for j in stand_in().history(since=0.0)}
     assert jobs["48"].state is JobState.PREEMPTED or jobs["48"].state is JobState.CANCELLED
     assert jobs["48"].preemption_times  # its PREEMPTED run
     assert all(j.state is not JobState.RUNNING for j in jobs.values())

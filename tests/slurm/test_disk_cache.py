@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from gpuq.backends.slurm import SlurmBackend
 from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.backends.slurm.history import OVERLAP_S, HistoryCache
 from gpuq.backends.slurm.sacct import AcctRecord
 from gpuq.model import JobState
 from tests.slurm import cachefile
+from tests.slurm.samples import captured_clock, stand_in
 from tests.slurm.test_backend_fake_cli import fake  # noqa: F401 - the stand-in CLIs, by name below
 
 pytestmark = pytest.mark.usefixtures("fake")
@@ -47,7 +46,7 @@ def _sacct_start() -> float:
 
 def test_cache_lives_under_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    SlurmBackend().snapshot()
+    stand_in().snapshot()
     (path,) = (tmp_path / "xdg" / "gpuq").iterdir()
     assert path.name.startswith("slurm-") and path.suffix == ".json"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
@@ -56,11 +55,11 @@ def test_cache_lives_under_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_second_invocation_skips_slurmdbd_and_config_reads() -> None:
-    first = SlurmBackend().snapshot()
+    first = stand_in().snapshot()
     assert _count("sacct ") == 1 and _count("sacctmgr ") == 1
     _reset_log()
     # A new backend object is what a new `gpuq` process gets.
-    second = SlurmBackend().snapshot()
+    second = stand_in().snapshot()
     calls = _calls()
     assert not [c for c in calls if c.startswith(("sacct", *CONFIG_READS))], calls
     assert any(c.startswith("squeue ") for c in calls)  # the queue itself is always read live
@@ -71,16 +70,16 @@ def test_second_invocation_skips_slurmdbd_and_config_reads() -> None:
 
 
 def test_history_ttl_then_incremental_window() -> None:
-    SlurmBackend(history_ttl_s=15).snapshot()
+    stand_in(history_ttl_s=15).snapshot()
     full_start = _sacct_start()
-    assert abs(full_start - (time.time() - 86400)) < 5  # first read: the whole window
+    assert abs(full_start - (captured_clock() - 86400)) < 5  # first read: the whole window
     _reset_log()
-    SlurmBackend(history_ttl_s=15).snapshot()
+    stand_in(history_ttl_s=15).snapshot()
     assert _count("sacct ") == 0  # younger than the TTL: not asked at all
     # Age the cached read past the TTL: the next invocation asks, but only since the last read.
     cachefile.age(history=60)
     read_until = cachefile.read()["history"]["read_until"]
-    backend = SlurmBackend(history_ttl_s=15)
+    backend = stand_in(history_ttl_s=15)
     backend.snapshot()
     assert _count("sacct ") == 1
     assert abs(_sacct_start() - (read_until - OVERLAP_S)) < 2
@@ -88,23 +87,23 @@ def test_history_ttl_then_incremental_window() -> None:
 
 
 def test_history_ttl_zero_always_asks() -> None:
-    SlurmBackend(history_ttl_s=0).snapshot()
+    stand_in(history_ttl_s=0).snapshot()
     _reset_log()
-    SlurmBackend(history_ttl_s=0).snapshot()
+    stand_in(history_ttl_s=0).snapshot()
     assert _count("sacct ") == 1
-    assert _sacct_start() > time.time() - OVERLAP_S - 60  # incremental, not a day back
+    assert _sacct_start() > captured_clock() - OVERLAP_S - 60  # incremental, not a day back
 
 
 def test_config_ttl_is_respected_between_invocations() -> None:
-    SlurmBackend(config_ttl_s=60).snapshot()
+    stand_in(config_ttl_s=60).snapshot()
     cachefile.age(config=61)
     _reset_log()
-    SlurmBackend(config_ttl_s=60).snapshot()
+    stand_in(config_ttl_s=60).snapshot()
     for prefix in CONFIG_READS:
         assert _count(prefix) == 1, (prefix, _calls())
     # ... and the fresh read was saved: the next invocation is spared it again.
     _reset_log()
-    SlurmBackend(config_ttl_s=60).snapshot()
+    stand_in(config_ttl_s=60).snapshot()
     assert not [c for c in _calls() if c.startswith(CONFIG_READS)]
 
 
@@ -119,17 +118,17 @@ def test_config_ttl_is_respected_between_invocations() -> None:
     ],
 )
 def test_corrupt_cache_is_read_again(content: str | None) -> None:
-    reference = SlurmBackend(persist=False).snapshot()
-    SlurmBackend().snapshot()
+    reference = stand_in(persist=False).snapshot()
+    stand_in().snapshot()
     path = _cache_file()
     if content is None:
         data = json.loads(path.read_text())
-        data["config"] = {"read_at": time.time(), "show": {"PreemptType": 5}, "partitions": [], "qos": 7}
+        data["config"] = {"read_at": captured_clock(), "show": {"PreemptType": 5}, "partitions": [], "qos": 7}
         data["history"]["records"] = [["1", "1", "x"], "nonsense"]
         content = json.dumps(data)
     path.write_text(content, encoding="utf-8", errors="surrogateescape")
     _reset_log()
-    snap = SlurmBackend().snapshot()
+    snap = stand_in().snapshot()
     calls = _calls()
     for prefix in ("sacct ", *CONFIG_READS):
         assert any(c.startswith(prefix) for c in calls), (prefix, calls)
@@ -138,33 +137,33 @@ def test_corrupt_cache_is_read_again(content: str | None) -> None:
 
 
 def test_another_slurm_conf_or_cluster_does_not_share_the_cache(tmp_path: Path) -> None:
-    SlurmBackend().snapshot()
+    stand_in().snapshot()
     _reset_log()
-    SlurmBackend(cluster="prod").snapshot()  # -M prod: its own file
+    stand_in(cluster="prod").snapshot()  # -M prod: its own file
     assert _count("sacct ") == 1 and _count("sacctmgr ") == 1
     # slurm.conf edited (a lab switched set-ups, a site changed PreemptType): read everything again.
     conf = Path(os.environ["SLURM_CONF"])
     conf.write_text(conf.read_text() + "# edited\n")
     _reset_log()
-    SlurmBackend().snapshot()
+    stand_in().snapshot()
     assert _count("sacct ") == 1 and _count("scontrol show config") >= 1
-    assert abs(_sacct_start() - (time.time() - 86400)) < 5  # the whole window again
+    assert abs(_sacct_start() - (captured_clock() - 86400)) < 5  # the whole window again
 
 
 def test_an_action_expires_the_history_ttl() -> None:
-    SlurmBackend().snapshot()
-    SlurmBackend().bump("69", priority=9000, urgent=False, reason="t", dry_run=False)
+    stand_in().snapshot()
+    stand_in().bump("69", priority=9000, urgent=False, reason="t", dry_run=False)
     _reset_log()
-    SlurmBackend().snapshot()
+    stand_in().snapshot()
     assert _count("sacct ") == 1  # the change gpuq just made is looked for at once ...
-    assert _sacct_start() > time.time() - OVERLAP_S - 60  # ... incrementally
+    assert _sacct_start() > captured_clock() - OVERLAP_S - 60  # ... incrementally
 
 
 def test_dry_run_keeps_the_cache() -> None:
-    SlurmBackend().snapshot()
-    SlurmBackend().bump("69", priority=9000, urgent=False, reason="t", dry_run=True)
+    stand_in().snapshot()
+    stand_in().bump("69", priority=9000, urgent=False, reason="t", dry_run=True)
     _reset_log()
-    SlurmBackend().snapshot()
+    stand_in().snapshot()
     assert _count("sacct ") == 0
 
 
@@ -172,15 +171,15 @@ def test_unwritable_cache_only_costs_speed(tmp_path: Path, monkeypatch: pytest.M
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    assert SlurmBackend().snapshot().jobs
+    assert stand_in().snapshot().jobs
     _reset_log()
-    assert SlurmBackend().snapshot().jobs
+    assert stand_in().snapshot().jobs
     assert _count("sacct ") == 1
 
 
 def test_persist_false_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    SlurmBackend(persist=False).snapshot()
+    stand_in(persist=False).snapshot()
     assert not (tmp_path / "xdg").exists()
 
 
@@ -189,7 +188,7 @@ def _rec(job: str, end: float | None, state: JobState = JobState.COMPLETED) -> A
 
 
 def test_history_json_round_trip_and_window_check() -> None:
-    now = time.time()
+    now = captured_clock()
     cache = HistoryCache(3600)
     cache.refresh(now, lambda _start: [_rec("1", now - 10), _rec("2", None, JobState.RUNNING)])
     data = json.loads(json.dumps(cache.to_json()))

@@ -15,12 +15,11 @@ from typing import Any
 
 import pytest
 
-from gpuq.backends.slurm import SlurmBackend
 from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.backends.slurm.text import DELIM
 from gpuq.model import Snapshot
 from tests.slurm import cachefile
-from tests.slurm.samples import LIVE
+from tests.slurm.samples import LIVE, stand_in
 from tests.slurm.test_backend_fake_cli import fake  # noqa: F401 - the stand-in CLIs, by name below
 
 pytestmark = pytest.mark.usefixtures("fake")
@@ -66,7 +65,7 @@ def _squeue(bindir: Path, raw: str, edit: Callable[[list[str]], None]) -> None:
 
 def _warm(**kw: Any) -> Snapshot:
     """A first invocation (every holder read), then a clean log."""
-    snap = SlurmBackend(**kw).snapshot()
+    snap = stand_in(**kw).snapshot()
     assert sorted(cachefile.read()["queue"]["held"]) == sorted(HOLDERS)
     _reset_log()
     return snap
@@ -74,13 +73,13 @@ def _warm(**kw: Any) -> Snapshot:
 
 @pytest.mark.parametrize("threshold", [2, 32])
 def test_a_later_read_takes_every_running_jobs_indexes_from_the_cache(threshold: int) -> None:
-    reference = SlurmBackend(persist=False).snapshot()
-    first = SlurmBackend(detail_one_by_one_max=threshold)
+    reference = stand_in(persist=False).snapshot()
+    first = stand_in(detail_one_by_one_max=threshold)
     first.snapshot()
     assert first.detail_read == ("full" if threshold == 2 else "one-by-one") and first.detail_cached == 0
     assert first.gpu_holders == 0  # all 6 kept: the next read need read none (no full read beside squeue)
     _reset_log()
-    second = SlurmBackend(detail_one_by_one_max=threshold)
+    second = stand_in(detail_one_by_one_max=threshold)
     snap = second.snapshot()
     assert _detail_reads() == []
     assert second.detail_read == "none" and second.detail_cached == 6 and second.gpu_holders == 0
@@ -93,7 +92,7 @@ def test_a_requeued_job_is_read_again() -> None:
     _warm()
     before = cachefile.read()["queue"]["held"]["73"][0]
     _squeue(_bindir(), "73", lambda f: f.__setitem__(START, "2026-11-29T19:30:00"))  # started again
-    backend = SlurmBackend()
+    backend = stand_in()
     backend.snapshot()
     assert _detail_reads() == ["scontrol show job -d -o 73"] and backend.detail_cached == 5
     assert cachefile.read()["queue"]["held"]["73"][0] != before  # kept under its new run
@@ -104,25 +103,25 @@ def test_a_resized_job_is_read_again() -> None:
     _warm()
     # Fewer GPUs (same StartTime, as after `scontrol update NumNodes=`): read again.
     _squeue(bindir, "73", lambda f: f.__setitem__(TRES_ALLOC, f[TRES_ALLOC].replace("gres/gpu=3", "gres/gpu=2")))
-    backend = SlurmBackend()
+    backend = stand_in()
     backend.snapshot()
     assert _detail_reads() == ["scontrol show job -d -o 73"] and backend.detail_cached == 5
     # Other nodes, same count: read again too.
     _squeue(bindir, "none", lambda f: None)  # the captured queue again
     _warm()
     _squeue(bindir, "72", lambda f: f.__setitem__(NODELIST, "gpu1"))
-    backend = SlurmBackend()
+    backend = stand_in()
     backend.snapshot()
     assert _detail_reads() == ["scontrol show job -d -o 72"] and backend.detail_cached == 5
 
 
 def test_a_job_new_to_the_cache_is_read() -> None:
-    reference = SlurmBackend(persist=False).snapshot()
+    reference = stand_in(persist=False).snapshot()
     _warm()
     data = cachefile.read()
     del data["queue"]["held"]["68"]
     cachefile.write(data)
-    backend = SlurmBackend()
+    backend = stand_in()
     snap = backend.snapshot()
     assert _detail_reads() == ["scontrol show job -d -o 68"] and backend.detail_cached == 5
     assert _indexes(snap) == _indexes(reference)
@@ -136,7 +135,7 @@ def test_the_cache_keeps_the_current_holders_only() -> None:
     cachefile.write(data)
     # ...and job 73 has ended too (squeue shows it COMPLETED).
     _squeue(_bindir(), "73", lambda f: f.__setitem__(STATE, "COMPLETED"))
-    backend = SlurmBackend()
+    backend = stand_in()
     backend.snapshot()
     assert _detail_reads() == [] and backend.detail_cached == 5
     assert sorted(cachefile.read()["queue"]["held"]) == sorted(HOLDERS - {"73"})
@@ -156,11 +155,11 @@ def test_the_cache_keeps_the_current_holders_only() -> None:
     ids=["missing", "truncated", "bad-entry", "bad-index", "not-a-map"],
 )
 def test_a_missing_or_corrupt_cache_means_reading(spoil: Callable[[Path, dict[str, Any]], None]) -> None:
-    reference = SlurmBackend(persist=False).snapshot()
+    reference = stand_in(persist=False).snapshot()
     _warm()
     path = SlurmDiskCache("").path
     spoil(path, cachefile.read())
-    backend = SlurmBackend()
+    backend = stand_in()
     snap = backend.snapshot()
     assert sorted(c.rsplit(" ", 1)[1] for c in _detail_reads()) == sorted(HOLDERS)
     assert backend.detail_cached == 0 and backend.detail_read == "one-by-one"
@@ -169,12 +168,12 @@ def test_a_missing_or_corrupt_cache_means_reading(spoil: Callable[[Path, dict[st
 
 
 def test_wrong_indexes_under_another_run_are_never_shown() -> None:
-    reference = SlurmBackend(persist=False).snapshot()
+    reference = stand_in(persist=False).snapshot()
     _warm()
     data = cachefile.read()
     start, nodes, gpus, _alloc = data["queue"]["held"]["73"]
     data["queue"]["held"]["73"] = [start - 60, nodes, gpus, {nodes[0]: [5, 6, 7]}]  # an earlier run's
     cachefile.write(data)
-    snap = SlurmBackend().snapshot()
+    snap = stand_in().snapshot()
     assert _detail_reads() == ["scontrol show job -d -o 73"]
     assert _indexes(snap) == _indexes(reference)

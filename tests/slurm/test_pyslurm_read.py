@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from gpuq.backends.slurm import SlurmBackend
 from gpuq.backends.slurm.pyslurm_read import jobs_from_pyslurm, load_pyslurm
 from gpuq.model import JobState
+from tests.slurm.samples import stand_in
 
 T0 = 1_795_976_256
 
@@ -99,7 +99,7 @@ def test_only_a_matching_release_is_used(fake_pyslurm: types.ModuleType) -> None
 def test_backend_reads_through_pyslurm_when_it_matches(
     fake_pyslurm: types.ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    backend = SlurmBackend(history_s=0)
+    backend = stand_in(history_s=0)
     monkeypatch.setattr(
         backend, "show_config", lambda fresh=False: {"SLURM_VERSION": "22.05.8", "PreemptType": "preempt/qos"}
     )
@@ -108,6 +108,6 @@ def test_backend_reads_through_pyslurm_when_it_matches(
     assert [j.name for j in read.jobs] == ["from-pyslurm"]
     assert fake_pyslurm.loads == [1]  # type: ignore[attr-defined]
     fake_pyslurm.__version__ = "25.11.2"  # type: ignore[attr-defined]
-    other = SlurmBackend(history_s=0)
+    other = stand_in(history_s=0)
     monkeypatch.setattr(other, "show_config", lambda fresh=False: {"SLURM_VERSION": "22.05.8"})
     assert other._read_pyslurm(lambda: "qos") is None

@@ -28,6 +28,7 @@ from gpuq.backends.slurm.values import text_time
 from gpuq.errors import BadInput
 from gpuq.model import Job, JobState, Snapshot
 from gpuq.policy.config import Mode
+from tests.clock import real_time
 from tests.slurm import cachefile
 from tests.slurm.samples import LIVE
 from tests.slurm.test_backend_fake_cli import _tool, fake  # noqa: F401 - the stand-in CLIs, by name below
@@ -35,8 +36,16 @@ from tests.slurm.test_backend_fake_cli import _tool, fake  # noqa: F401 - the st
 DELIM = "\x1f"
 #: the captured queue (squeue-format-extended.txt): its first SubmitTime, moved to 3 h ago
 CAPTURED_T0 = text_time("2026-11-29T19:38:36") or 0.0
-BASE = float(int(time.time() - 3 * 3600))
+BASE = float(int(real_time() - 3 * 3600))
 SHIFT = BASE - CAPTURED_T0
+
+
+
+def revalidation_backend(**options: Any) -> SlurmBackend:
+    """The backend on the real wall clock: the stand's times are relative to it, as they must be
+    for the tests that run gpuq in a fresh process (which reads the real clock)."""
+    return SlurmBackend(clock=real_time, **options)
+
 
 # Stand-ins that serve what each test writes; everything else goes to the captures' stand-ins.
 SCONTROL = """#!/bin/bash
@@ -162,7 +171,7 @@ class Stand:
         new backend (``backend``: its settings) and its snapshot."""
         self.age(config=config)
         self.reset_log()
-        fresh = SlurmBackend(**backend)
+        fresh = revalidation_backend(**backend)
         return fresh, fresh.snapshot()
 
 
@@ -213,7 +222,7 @@ def test_digest_of_the_captured_qos_cache() -> None:
 
 
 def test_unchanged_fingerprint_keeps_the_qos_table_without_sacctmgr(stand: Stand) -> None:
-    first = SlurmBackend().snapshot()
+    first = revalidation_backend().snapshot()
     assert len(stand.calls("sacctmgr ")) == 1
     read_at = stand.cache()["config"]["read_at"]
     backend, snap = stand.later(config=90)  # past config_ttl_s (60 s), well within config_max_age_s (600 s)
@@ -226,9 +235,9 @@ def test_unchanged_fingerprint_keeps_the_qos_table_without_sacctmgr(stand: Stand
     assert snap.classes == first.classes
     config = stand.cache()["config"]
     assert config["read_at"] == read_at - 90  # the table's age keeps counting
-    assert config["checked_at"] > time.time() - 5  # the TTL starts again
+    assert config["checked_at"] > real_time() - 5  # the TTL starts again
     stand.reset_log()
-    SlurmBackend().snapshot()
+    revalidation_backend().snapshot()
     assert not stand.calls("scontrol show config") and not stand.calls("sacctmgr ")  # within the TTL again
 
 
@@ -243,7 +252,7 @@ def test_unchanged_fingerprint_keeps_the_qos_table_without_sacctmgr(stand: Stand
     ids=["priority", "preempt-mode", "renamed", "added"],
 )
 def test_changed_fingerprint_reads_sacctmgr(stand: Stand, change: Any) -> None:
-    SlurmBackend().snapshot()
+    revalidation_backend().snapshot()
     text = (LIVE / "scontrol-show-assoc_mgr-qos.txt").read_text()
     changed = change(text)
     assert changed != text
@@ -254,7 +263,7 @@ def test_changed_fingerprint_reads_sacctmgr(stand: Stand, change: Any) -> None:
 
 
 def test_changed_partitions_read_sacctmgr(stand: Stand, monkeypatch: pytest.MonkeyPatch) -> None:
-    SlurmBackend().snapshot()
+    revalidation_backend().snapshot()
     parts = (LIVE / "scontrol-show-partition-o.txt").read_text().replace("PriorityTier=1 ", "PriorityTier=2 ", 1)
     (stand.root / "parts.txt").write_text(parts)
     monkeypatch.setenv("FAKE_PARTS_FILE", str(stand.root / "parts.txt"))
@@ -263,7 +272,7 @@ def test_changed_partitions_read_sacctmgr(stand: Stand, monkeypatch: pytest.Monk
 
 
 def test_past_config_max_age_reads_sacctmgr(stand: Stand) -> None:
-    SlurmBackend().snapshot()
+    revalidation_backend().snapshot()
     backend, _ = stand.later(config=601)
     assert backend.config_check == "read" and len(stand.calls("sacctmgr ")) == 1
     # config_max_age_s=0: never kept, every check past the TTL reads sacctmgr (the old behaviour).
@@ -273,7 +282,7 @@ def test_past_config_max_age_reads_sacctmgr(stand: Stand) -> None:
 
 def test_no_qos_in_slurmctlds_cache_means_no_fingerprint(stand: Stand) -> None:
     stand.assoc("")  # slurmctld shows no QOS while slurmdbd has five: nothing to check against
-    SlurmBackend().snapshot()
+    revalidation_backend().snapshot()
     assert stand.cache()["config"]["fingerprint"] is None
     backend, _ = stand.later(config=90)
     assert backend.config_check == "read" and len(stand.calls("sacctmgr ")) == 1
@@ -282,13 +291,13 @@ def test_no_qos_in_slurmctlds_cache_means_no_fingerprint(stand: Stand) -> None:
 def test_qos_cache_disagreeing_with_sacctmgr_is_not_used(stand: Stand) -> None:
     text = (LIVE / "scontrol-show-assoc_mgr-qos.txt").read_text()
     stand.assoc(text.split("QOS=urgent(5)")[0])  # slurmctld misses a QOS sacctmgr lists
-    SlurmBackend().snapshot()
+    revalidation_backend().snapshot()
     assert stand.cache()["config"]["fingerprint"] is None
 
 
 def test_preview_and_actions_read_the_config_fresh(stand: Stand) -> None:
-    backend = SlurmBackend(urgent_qos="urgent", exempt_qos="exempt")
-    SlurmBackend().snapshot()
+    backend = revalidation_backend(urgent_qos="urgent", exempt_qos="exempt")
+    revalidation_backend().snapshot()
     stand.age(config=90)
     snap = backend.snapshot()
     assert backend.config_check == "kept"
@@ -318,7 +327,7 @@ def test_preview_and_actions_read_the_config_fresh(stand: Stand) -> None:
 @pytest.mark.parametrize("kwargs", [{"config_max_age_s": -1}, {"history_max_age_s": "300"}, {"config_max_age_s": True}])
 def test_bad_max_ages_are_usage_errors(kwargs: dict[str, Any]) -> None:
     with pytest.raises(BadInput, match=r"_max_age_s must be a number of seconds, 0 or more"):
-        SlurmBackend(**kwargs)
+        revalidation_backend(**kwargs)
 
 
 # ---------------------------------------------------------------- B: the sacct window
@@ -327,7 +336,7 @@ def test_bad_max_ages_are_usage_errors(kwargs: dict[str, Any]) -> None:
 def _warm(stand: Stand) -> dict[str, Any]:
     """A first invocation (full sacct read, its restart counts recorded); then the cached read is
     made 60 s old (past history_ttl_s) and the next sacct sleeps 5 s: waiting for it shows."""
-    first = SlurmBackend().snapshot(ledger=False)
+    first = revalidation_backend().snapshot(ledger=False)
     job = first.job("9680_1")
     assert job is not None and job.preemption_times == (BASE + 4,) and job.submit_time == BASE
     assert stand.cache()["history"]["accounted"]["restarts"] == {"9680_1": 1}
@@ -351,7 +360,7 @@ def test_unchanged_queue_does_not_wait_for_sacct(stand: Stand, capfd: pytest.Cap
     data = json.loads(path.read_text())
     data["queue"]["held"] = {}
     path.write_text(json.dumps(data))
-    backend = SlurmBackend()
+    backend = revalidation_backend()
     took, snap = _timed(backend, ledger=False)
     assert took < 3, took  # not the 5 s sacct
     assert backend.history_skipped and backend.history_wait == ""
@@ -373,7 +382,7 @@ def test_restart_count_increase_waits(stand: Stand) -> None:
     _warm(stand)
     stand.sacct(_ROWS, sleep=0.3)
     stand.squeue(_squeue_text({"9679": {11: "PENDING", 24: "1"}}))  # requeued since the cached read
-    backend = SlurmBackend()
+    backend = revalidation_backend()
     snap = backend.snapshot(ledger=False)
     assert not backend.history_skipped
     assert "job 9679 has RestartCnt 1" in backend.history_wait
@@ -386,7 +395,7 @@ def test_restart_count_of_a_job_new_to_the_queue_waits(stand: Stand) -> None:
     stand.sacct(_ROWS, sleep=0.3)
     # 9681 requeued from... a count the cached read never saw: a job new to the queue counts as 0.
     stand.squeue(_squeue_text({"9681": {24: "2"}}))
-    backend = SlurmBackend()
+    backend = revalidation_backend()
     backend.snapshot(ledger=False)
     assert not backend.history_skipped and "job 9681 has RestartCnt 2" in backend.history_wait
 
@@ -396,7 +405,7 @@ def test_newly_suspended_or_completing_job_waits(stand: Stand, state: str, why: 
     _warm(stand)
     stand.sacct(_ROWS, sleep=0.3)
     stand.squeue(_squeue_text({"9679": {11: state}}))
-    backend = SlurmBackend()
+    backend = revalidation_backend()
     backend.snapshot(ledger=False)
     assert not backend.history_skipped
     assert f"job 9679 {why}" in backend.history_wait
@@ -407,10 +416,10 @@ def test_suspended_job_the_cached_read_shows_suspended_does_not_wait(stand: Stan
     rows = [r if r[0] != "9679" else (*r[:5], "SUSPENDED", *r[6:]) for r in _ROWS]
     stand.sacct(rows)
     stand.squeue(_squeue_text({"9679": {11: "SUSPENDED"}}))
-    SlurmBackend().snapshot(ledger=False)
+    revalidation_backend().snapshot(ledger=False)
     stand.age(history=60)
     stand.sacct(rows, sleep=5)
-    backend = SlurmBackend()
+    backend = revalidation_backend()
     took, _snap = _timed(backend, ledger=False)
     assert backend.history_skipped and took < 3
 
@@ -418,24 +427,24 @@ def test_suspended_job_the_cached_read_shows_suspended_does_not_wait(stand: Stan
 def test_ledger_true_waits(stand: Stand) -> None:
     _warm(stand)
     stand.sacct(_ROWS, sleep=0.3)
-    backend = SlurmBackend()
+    backend = revalidation_backend()
     backend.snapshot()  # ledger=True is the default
     assert not backend.history_skipped and backend.history_wait == "the caller needs the ledger"
     assert backend.history_cache.reads == 1
     # That read advanced the window and recorded what it accounts for.
     hist = stand.cache()["history"]
-    assert hist["accounted"]["at"] == hist["read_until"] > time.time() - 5
+    assert hist["accounted"]["at"] == hist["read_until"] > real_time() - 5
 
 
 def test_past_history_max_age_waits(stand: Stand) -> None:
     _warm(stand)
     stand.sacct(_ROWS, sleep=0.3)
     stand.age(history=250)  # 310 s old now: past history_max_age_s (300 s)
-    backend = SlurmBackend()
+    backend = revalidation_backend()
     backend.snapshot(ledger=False)
     assert not backend.history_skipped and "history_max_age_s=300" in backend.history_wait
     stand.age(history=60)
-    strict = SlurmBackend(history_max_age_s=0)
+    strict = revalidation_backend(history_max_age_s=0)
     strict.snapshot(ledger=False)
     assert not strict.history_skipped and "history_max_age_s=0" in strict.history_wait
 
@@ -444,15 +453,15 @@ def test_a_requeue_slurmdbd_had_not_recorded_waits_until_it_has(stand: Stand) ->
     """slurmdbd lag: squeue already shows the requeue (RestartCnt 1, SubmitTime reset a minute ago)
     but the sacct read beside it has no ended run yet. That read accounts for 0 restarts, so the
     next queue read waits for sacct; once sacct holds the run, the count is accounted for."""
-    recent = _stamp(time.time() - 60)
+    recent = _stamp(real_time() - 60)
     stand.squeue(_squeue_text({"9683": {13: recent, 14: recent}}))
     lagging = [r for r in _ROWS if r[5] != "REQUEUED"]
     stand.sacct(lagging)
-    SlurmBackend().snapshot(ledger=False)
+    revalidation_backend().snapshot(ledger=False)
     assert stand.cache()["history"]["accounted"]["restarts"] == {}
     stand.age(history=20)
     stand.sacct(_ROWS, sleep=0.3)  # slurmdbd has it now
-    backend = SlurmBackend()
+    backend = revalidation_backend()
     snap = backend.snapshot(ledger=False)
     assert not backend.history_skipped and "job 9680_1 has RestartCnt 1" in backend.history_wait
     job = snap.job("9680_1")
@@ -460,7 +469,7 @@ def test_a_requeue_slurmdbd_had_not_recorded_waits_until_it_has(stand: Stand) ->
     assert stand.cache()["history"]["accounted"]["restarts"] == {"9680_1": 1}
     stand.age(history=20)
     stand.sacct(_ROWS, sleep=5)
-    again = SlurmBackend()
+    again = revalidation_backend()
     took, _snap = _timed(again, ledger=False)
     assert again.history_skipped and took < 3
 
@@ -469,14 +478,14 @@ def test_an_old_requeue_outside_the_window_is_accounted_for(stand: Stand) -> Non
     """A job requeued long ago (SubmitTime reset 3 h back) whose ended runs the read does not hold
     (say, older than the window): nothing a new read could add, so it does not force waits."""
     stand.sacct([r for r in _ROWS if r[5] != "REQUEUED"])
-    SlurmBackend().snapshot(ledger=False)
+    revalidation_backend().snapshot(ledger=False)
     assert stand.cache()["history"]["accounted"]["restarts"] == {"9680_1": 1}
 
 
 def test_action_expiry_makes_the_next_read_wait(stand: Stand) -> None:
     _warm(stand)
     stand.sacct(_ROWS, sleep=0.3)
-    backend = SlurmBackend()
+    backend = revalidation_backend()
     backend._expire_history()  # what every non-dry-run action does
     backend.snapshot(ledger=False)
     assert not backend.history_skipped and "an action" in backend.history_wait
@@ -559,7 +568,7 @@ def _job(jid: str, state: JobState, submit: float) -> Job:
 
 def test_history_cache_keeps_what_it_accounts_for_on_disk() -> None:
     cache = HistoryCache(86400.0, 15.0)
-    now = time.time()
+    now = real_time()
     cache.refresh(now, lambda _start: [])
     cache.note_queue([_job("1", JobState.PENDING, now - 2 * OVERLAP_S), _job("2", JobState.COMPLETING, now - 7200)],
                      {"1": 2, "2": 1})  # fmt: skip

@@ -120,11 +120,14 @@ class SlurmBackend(Backend):
         detail_one_by_one_max: int | None = None,
         config_max_age_s: float = 600.0,
         history_max_age_s: float = 300.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         for label, value in (("config_max_age_s", config_max_age_s), ("history_max_age_s", history_max_age_s)):
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise BadInput(f"{label} must be a number of seconds, 0 or more, not {value!r}")
         self.runner = Runner(cluster, timeout_s)
+        #: the wall clock (epoch seconds): snapshot times, the sacct window, the disk cache's ages
+        self.clock = clock
         if detail_one_by_one_max is None:
             detail_one_by_one_max = _env_int("GPUQ_SLURM_DETAIL_ONE_BY_ONE_MAX", DETAIL_ONE_BY_ONE_MAX)
         if detail_one_by_one_max < 0:
@@ -236,7 +239,7 @@ class SlurmBackend(Backend):
         now = time.monotonic()
         if self._config is not None and not fresh and now - self._config_at < self._config_ttl_s:
             return self._config
-        started = time.time()
+        started = self.clock()
         src = self._config_src
         keep = (
             not fresh
@@ -364,7 +367,7 @@ class SlurmBackend(Backend):
         as it is; older, but with a fingerprint and a QOS table younger than ``config_max_age_s``,
         as a candidate that `preempt_config` checks before use."""
         try:
-            now = time.time()
+            now = self.clock()
             read_age = now - float(src["read_at"])
             age = now - float(src.get("checked_at", src["read_at"]))
             show, parts_text, qos_text = src["show"], src["partitions"], src["qos"]
@@ -621,7 +624,7 @@ class SlurmBackend(Backend):
         no preemption ledger), so a due sacct read need not be waited for when the queue shows
         nothing it would change (`HistoryCache.stand_in_reason`): it is stopped and the cached
         records, at most ``history_max_age_s`` old, are used; the cache's window stays where it was."""
-        taken_at = time.time()
+        taken_at = self.clock()
         self._load_disk()
         config_before, history_reads = self._config_src, self.history_cache.reads
         cancel = CancelToken()

@@ -1,0 +1,45 @@
+"""Suite-wide set-up: the wall clock shifted for the whole run when GPUQ_TEST_CLOCK_AHEAD is set.
+
+`.ci/run` (scripts/test) runs the tests that need no Slurm lab a second time with the clock three
+years ahead, so a test that depends on today's date fails at the commit that plants it. The shift
+happens inside this process (time-machine patches `time.time`, `datetime.now` and friends; it
+leaves the monotonic clocks alone, so timeouts and sleeps behave): programs the tests start in
+subprocesses keep the real clock.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+_AHEAD_ENV = "GPUQ_TEST_CLOCK_AHEAD"
+_traveller: object | None = None
+
+
+def clock_ahead_s() -> float:
+    """Seconds the wall clock is shifted by in this run (0 when it is not)."""
+    raw = os.environ.get(_AHEAD_ENV, "").strip()
+    if not raw:
+        return 0.0
+    from gpuq.timefmt import parse_duration
+
+    return parse_duration(raw)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _traveller
+    ahead = clock_ahead_s()
+    if ahead and _traveller is None:
+        import time_machine
+
+        _traveller = time_machine.travel(time.time() + ahead, tick=True)
+        _traveller.start()  # type: ignore[attr-defined]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    ahead = clock_ahead_s()
+    if not ahead:
+        return None
+    return f"wall clock shifted {ahead / 86400:.0f} days ahead ({_AHEAD_ENV}); now {time.strftime('%Y-%m-%d %H:%M:%S')}"
