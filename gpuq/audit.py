@@ -1,13 +1,20 @@
-"""The append-only audit log: one JSON line per action, dry run or not, success or failure.
+"""The append-only audit log: every action, dry run or not, success or failure, as JSON lines.
 
 Written to `$XDG_STATE_HOME/gpuq/audit.jsonl`. The file is opened (and so checked writable)
 *before* an action runs, and each record goes out in one `write` on an `O_APPEND` descriptor
-under an exclusive `flock`, then `fsync` — only after that may a front end report success.
+under an exclusive `flock`, then `fsync`.
+
+An action that touches the cluster leaves two records sharing its `id`: an *intent*
+(``phase: "intent"``, ``result: "pending"``), on disk before the backend is called, and an
+*outcome* (``phase: "outcome"``) after. A dry run, a refusal, a declined confirmation or a failure
+before the backend is touched leaves the outcome alone. An intent without its outcome (the
+process died, the disk filled up in between) is what `actions()` reports as outcome unknown.
 
 Record fields (a stable interface, shown by `gpuq audit -o json`):
 `time` (RFC 3339 UTC), `operator`, `host`, `backend`, `cluster`, `action`, `target`, `before`,
-`after`, `reason`, `result` (`ok` | `dry_run` | `error` | `refused`), and `dry_run`, `args`,
-`commands`, `warnings`, `error` (message or null), `exit_code`.
+`after`, `reason`, `result` (`ok` | `dry_run` | `error` | `refused` | `pending`), `dry_run`, `args`,
+`commands` (argument lists), `requests` (API requests: method, path, body), `warnings`, `error`
+(message or null), `exit_code`, `id`, `phase` (`intent` | `outcome`).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import errno
 import json
 import os
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +34,18 @@ from gpuq.errors import GpuqError
 from gpuq.timefmt import format_time
 
 __all__ = [
+    "AuditAction",
     "AuditEntry",
-    "AuditLog",
     "AuditError",
+    "AuditLog",
     "AuditWriter",
     "current_operator",
     "make_record",
+    "new_action_id",
+    "safe_text",
 ]
+
+OUTCOME_UNKNOWN = "outcome unknown: check the cluster"
 
 
 class AuditError(GpuqError):
@@ -53,6 +66,21 @@ def current_operator() -> str:
     return f"{sudo_user} (as {user})" if sudo_user and sudo_user != user else user
 
 
+def new_action_id() -> str:
+    """What ties an action's intent and outcome records together."""
+    return uuid.uuid4().hex
+
+
+def safe_text(text: str) -> str:
+    """Text that came from outside (argv, a job's fields) as valid UTF-8: bytes that are not UTF-8
+    (kept by Python as lone surrogates) are written as ``\\xff`` escapes instead of failing the write."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text
+
+
 def make_record(
     *,
     backend: str,
@@ -66,10 +94,13 @@ def make_record(
     after: Mapping[str, Any] | None = None,
     args: Mapping[str, Any] | None = None,
     commands: Sequence[Sequence[str]] = (),
+    requests: Sequence[Mapping[str, Any]] = (),
     warnings: Sequence[str] = (),
     error: str | None = None,
     exit_code: int = 0,
     now: float | None = None,
+    action_id: str | None = None,
+    phase: str = "outcome",
 ) -> dict[str, Any]:
     """One audit record with every documented field present."""
     import socket
@@ -89,9 +120,12 @@ def make_record(
         "dry_run": dry_run,
         "args": dict(args or {}),
         "commands": [list(c) for c in commands],
+        "requests": [dict(r) for r in requests],
         "warnings": list(warnings),
         "error": error,
         "exit_code": exit_code,
+        "id": action_id or new_action_id(),
+        "phase": phase,
     }
 
 
@@ -105,7 +139,10 @@ class AuditWriter:
     def write(self, record: Mapping[str, Any]) -> None:
         import fcntl
 
-        line = (json.dumps(record, default=str, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        text = json.dumps(record, default=str, ensure_ascii=False, separators=(",", ":"))
+        # (backslashreplace: a stray surrogate from undecodable input is written as an escape,
+        # never refused after the action it records was applied)
+        line = (text + "\n").encode("utf-8", "backslashreplace")
         try:
             # One write per record under flock: concurrent gpuq processes never interleave lines.
             fcntl.flock(self._fd, fcntl.LOCK_EX)
@@ -141,6 +178,16 @@ class AuditEntry:
     raw: str
 
 
+@dataclass(frozen=True, slots=True)
+class AuditAction:
+    """One action as the log tells it: its outcome record, or, when the log has only its intent,
+    that intent (`outcome_known` False: it may or may not have been applied)."""
+
+    record: dict[str, Any]
+    outcome_known: bool
+    line: int
+
+
 class AuditLog:
     """The log file: open it for appending before acting, read it for `gpuq audit`."""
 
@@ -161,14 +208,16 @@ class AuditLog:
             writer.write(record)
 
     def entries(self) -> Iterator[AuditEntry]:
-        """Every line in order; a missing log reads as empty."""
+        """Every line in order; a missing log reads as empty. Records are split on newlines
+        only: a reason may hold any other line separator (U+2028, NEL) inside its JSON string."""
         try:
-            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+            data = self.path.read_bytes()
         except OSError as exc:
             if exc.errno == errno.ENOENT:
                 return
             raise AuditError(f"cannot read audit log {self.path}: {exc.strerror}") from None
-        for number, text in enumerate(lines, start=1):
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            text = raw.decode("utf-8", "replace")
             if not text.strip():
                 continue
             try:
@@ -176,3 +225,26 @@ class AuditLog:
             except json.JSONDecodeError:
                 record = None
             yield AuditEntry(number, record if isinstance(record, dict) else None, text)
+
+    def actions(self) -> tuple[list[AuditAction], list[AuditEntry]]:
+        """One entry per action, in log order (an action sits where its first record is), and the
+        lines that are not records. An intent whose outcome is missing is reported with result
+        ``unknown`` and the error `OUTCOME_UNKNOWN`."""
+        order: list[str] = []
+        found: dict[str, AuditAction] = {}
+        broken: list[AuditEntry] = []
+        for entry in self.entries():
+            record = entry.record
+            if record is None:
+                broken.append(entry)
+                continue
+            key = str(record.get("id") or f"line:{entry.line}")
+            if key not in found:
+                order.append(key)
+            if record.get("phase") == "intent":
+                if key not in found:
+                    unknown = {**record, "result": "unknown", "error": OUTCOME_UNKNOWN, "exit_code": None}
+                    found[key] = AuditAction(unknown, False, entry.line)
+                continue
+            found[key] = AuditAction(record, True, found[key].line if key in found else entry.line)
+        return [found[key] for key in order], broken

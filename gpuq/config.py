@@ -184,7 +184,7 @@ def load_toml(path: str | Path, what: str) -> TomlDocument:
         raise BadInput(f"{source}: cannot read {what} ({exc.strerror})") from None
     except UnicodeDecodeError:
         raise BadInput(f"{source}: {what} is not UTF-8 text") from None
-    import tomllib  # only when a file is read (~3 ms of every invocation otherwise)
+    import tomllib  # only when a file is read: every invocation would pay for it otherwise
 
     try:
         data = tomllib.loads(text)

@@ -10,6 +10,7 @@ __all__ = [
     "EXIT_CODES",
     "BadInput",
     "GpuqError",
+    "JobChanged",
     "NotFound",
     "PermissionDenied",
     "Refused",
@@ -31,6 +32,12 @@ class NotFound(GpuqError):
 
 class Refused(GpuqError):
     """Validation or policy refused the action."""
+
+    exit_code = 1
+
+
+class JobChanged(Refused):
+    """The job changed between preparing an action and confirming it: nothing was done."""
 
     exit_code = 1
 

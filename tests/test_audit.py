@@ -9,13 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpuq.audit import AuditError, AuditLog, make_record
-from gpuq.backends.base import ActionResult
-from gpuq.backends.snapshot_file import SnapshotFileBackend
-from gpuq.config import PolicySource
-from gpuq.errors import NotFound
-from gpuq.policy.config import DEFAULT_POLICY
-from gpuq.service import Cluster
+from gpuq.audit import AuditError, AuditLog, make_record, safe_text
 
 SMALL = Path(__file__).resolve().parent / "fixtures" / "snapshots" / "small.json"
 
@@ -106,54 +100,34 @@ def test_write_failure_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     writer.close()
 
 
-class _Recording(SnapshotFileBackend):
-    """A snapshot backend that accepts bumps, to drive the service layer directly."""
-
-    can_bump = True
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self.calls: list[str] = []
-
-    def bump(self, job_id: str, *, priority: int | None, urgent: bool, reason: str, dry_run: bool) -> ActionResult:
-        self.calls.append(job_id)
-        return ActionResult("bump", job_id, dry_run, {"priority": 100}, {"priority": priority})
-
-
-def _cluster(tmp_path: Path) -> tuple[Cluster, _Recording, AuditLog]:
-    backend = _Recording(SMALL)
+def test_records_are_split_on_newlines_only(tmp_path: Path) -> None:
+    """A reason holding another line separator (U+2028, U+2029, NEL) stays one record."""
     log = AuditLog(tmp_path / "audit.jsonl")
-    return Cluster(backend, "recording", PolicySource(DEFAULT_POLICY, "defaults"), log), backend, log
+    for i, separator in enumerate(("\u2028", "\u2029", "\x85", "\r", "\x0b\x0c\x1c")):
+        log.append(_record(target=str(i), reason=f"a{separator}b"))
+    entries = list(log.entries())
+    assert [e.record["target"] for e in entries if e.record] == ["0", "1", "2", "3", "4"]
+    assert entries[0].record is not None and entries[0].record["reason"] == "a\u2028b"
 
 
-def test_service_audits_success_and_failure(tmp_path: Path) -> None:
-    cluster, backend, log = _cluster(tmp_path)
-    outcome = cluster.bump("201", to=500, reason="r")
-    assert outcome.record["result"] == "ok"
-    assert outcome.record["after"] == {"priority": 500}
-    with pytest.raises(NotFound):
-        cluster.bump("999", to=500)
-    records = [e.record for e in log.entries()]
-    assert [r["result"] for r in records if r] == ["ok", "error"]
-    assert backend.calls == ["201"]
+def test_text_that_is_not_utf8_is_written_as_escapes(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit.jsonl")
+    reason = b"oops \xff".decode("utf-8", "surrogateescape")  # what argv holds for a non-UTF-8 byte
+    log.append(_record(reason=safe_text(reason)))
+    log.append(_record(reason=reason))  # even unescaped, the write itself cannot fail
+    first, second = (e.record for e in log.entries())
+    assert first is not None and first["reason"] == "oops \\xff"
+    assert second is not None and second["reason"] == "oops \udcff"
 
 
-def test_unopenable_log_means_nothing_is_done(tmp_path: Path) -> None:
-    cluster, backend, log = _cluster(tmp_path)
-    log.path = tmp_path / "not-a-dir" / "audit.jsonl"
-    (tmp_path / "not-a-dir").write_text("")
-    with pytest.raises(AuditError, match="nothing was done"):
-        cluster.bump("201", to=500)
-    assert backend.calls == []
-
-
-def test_failed_write_after_action_is_not_success(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cluster, backend, _ = _cluster(tmp_path)
-
-    def broken(fd: int) -> None:
-        raise OSError(5, "Input/output error")
-
-    monkeypatch.setattr(os, "fsync", broken)
-    with pytest.raises(AuditError, match="WAS APPLIED"):
-        cluster.bump("201", to=500)
-    assert backend.calls == ["201"]
+def test_an_intent_without_its_outcome_is_reported_as_unknown(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.append(_record(target="1", result="pending", phase="intent", action_id="a1"))
+    log.append(_record(target="1", result="ok", action_id="a1"))
+    log.append(_record(target="2", result="pending", phase="intent", action_id="a2"))
+    log.append(_record(target="3", result="dry_run", dry_run=True))
+    actions, broken = log.actions()
+    assert not broken
+    assert [(a.record["target"], a.record["result"], a.outcome_known) for a in actions] == [
+        ("1", "ok", True), ("2", "unknown", False), ("3", "dry_run", True)]
+    assert actions[1].record["error"] == "outcome unknown: check the cluster"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuq.backends.base import ActionResult
+from gpuq.backends.base import ActionResult, PriorityChange
 from gpuq.backends.demo import DEFAULT_SPEED, MAX_CATCHUP_S, DemoBackend
-from gpuq.errors import BadInput, NotFound, Refused
-from gpuq.model import JobState, Snapshot
+from gpuq.errors import BadInput, JobChanged, NotFound, Refused
+from gpuq.model import JobState, Snapshot, from_epoch
 from gpuq.policy.config import Mode
 
 T0 = 1_800_000_000.0
@@ -29,6 +29,18 @@ def _backend(tmp_path: Path, clock: FakeClock, **kwargs: object) -> DemoBackend:
     return DemoBackend(state_dir=tmp_path, clock=clock, **kwargs)  # type: ignore[arg-type]
 
 
+def do_bump(backend: DemoBackend, job_id: str, priority: int | None = None, urgent: bool = False) -> ActionResult:
+    return backend.apply(backend.prepare_bump(job_id, PriorityChange(to=priority, urgent=urgent), reason="test"))
+
+
+def do_exempt(backend: DemoBackend, job_id: str, until: float | None) -> ActionResult:
+    return backend.apply(backend.prepare_exempt(job_id, until, reason="test"))
+
+
+def do_preempt(backend: DemoBackend, job_id: str, mode: Mode) -> ActionResult:
+    return backend.apply(backend.prepare_preempt(job_id, mode, reason="test"))
+
+
 def _jobs(snap: Snapshot, state: JobState) -> list[str]:
     return [j.id for j in snap.jobs if j.state is state]
 
@@ -36,10 +48,11 @@ def _jobs(snap: Snapshot, state: JobState) -> list[str]:
 def test_first_call_creates_a_busy_cluster_and_persists_it(tmp_path: Path) -> None:
     clock = FakeClock()
     backend = _backend(tmp_path, clock)
-    assert backend.name == "demo" and backend.can_bump and backend.can_exempt and backend.can_preempt
-    assert backend.knows_gpu_indexes and backend.has_history and not backend.has_native_preview
+    caps = backend.capabilities
+    assert backend.name == "demo" and caps.actions == {"bump", "exempt", "preempt"} and not caps.native_preview
+    assert set(DemoBackend.options) == {"cluster", "seed", "speed"}  # clock, policy, state_dir: the service's
     snap = backend.snapshot()
-    assert (snap.backend, snap.cluster, snap.taken_at) == ("demo", "demo", T0)
+    assert (snap.backend, snap.cluster, snap.now) == ("demo", "demo", T0)
     assert len(snap.nodes) == 16 and snap.total_gpus == 128
     assert _jobs(snap, JobState.RUNNING) and _jobs(snap, JobState.COMPLETED)  # warmed up: history for SLA
     assert {c.name for c in snap.classes} == {"urgent", "high", "normal", "low", "batch"}
@@ -53,22 +66,22 @@ def test_first_call_creates_a_busy_cluster_and_persists_it(tmp_path: Path) -> No
 
 def test_simulated_clock_runs_at_speed(tmp_path: Path) -> None:
     clock = FakeClock()
-    _backend(tmp_path, clock).snapshot()
+    t1 = _backend(tmp_path, clock).snapshot().now  # the first look
     clock.now += 10
-    assert _backend(tmp_path, clock).snapshot().taken_at == T0 + 10 * DEFAULT_SPEED
+    assert _backend(tmp_path, clock).snapshot().now == t1 + 10 * DEFAULT_SPEED
     clock.now += 10
-    assert _backend(tmp_path, clock, speed=1.0).snapshot().taken_at == T0 + 20 * DEFAULT_SPEED  # anchor kept
+    assert _backend(tmp_path, clock, speed=1.0).snapshot().now == t1 + 20 * DEFAULT_SPEED  # anchor kept
     clock.now += 10
-    assert _backend(tmp_path, clock).snapshot().taken_at == T0 + 20 * DEFAULT_SPEED + 10  # new speed stored
+    assert _backend(tmp_path, clock).snapshot().now == t1 + 20 * DEFAULT_SPEED + 10  # new speed stored
     clock.now -= 1000  # the wall clock stepping back never runs the cluster backwards
-    assert _backend(tmp_path, clock).snapshot().taken_at == T0 + 20 * DEFAULT_SPEED + 10
+    assert _backend(tmp_path, clock).snapshot().now == t1 + 20 * DEFAULT_SPEED + 10
 
 
 def test_long_absence_replays_at_most_the_catch_up_window(tmp_path: Path) -> None:
     clock = FakeClock()
-    _backend(tmp_path, clock).snapshot()
+    t1 = _backend(tmp_path, clock).snapshot().now
     clock.now += 365 * 86400
-    assert _backend(tmp_path, clock).snapshot().taken_at == T0 + MAX_CATCHUP_S
+    assert _backend(tmp_path, clock).snapshot().now == t1 + MAX_CATCHUP_S
 
 
 def test_same_seed_same_cluster_other_seed_starts_afresh(tmp_path: Path) -> None:
@@ -87,8 +100,8 @@ def test_bump_persists_and_takes_effect(tmp_path: Path) -> None:
     clock = FakeClock()
     snap = _backend(tmp_path, clock).snapshot()
     target = max(snap.jobs, key=lambda j: (j.state is JobState.RUNNING, j.start_time or 0)).id
-    result = _backend(tmp_path, clock).bump(target, priority=4242, urgent=False, reason="test", dry_run=False)
-    assert isinstance(result, ActionResult) and not result.dry_run
+    result = do_bump(_backend(tmp_path, clock), target, 4242)
+    assert isinstance(result, ActionResult)
     assert result.after["priority"] == 4242 and result.before["priority"] != 4242
     job = _backend(tmp_path, clock).snapshot().job(target)
     assert job is not None and job.priority == 4242
@@ -105,7 +118,7 @@ def test_urgent_bump_of_a_pending_job_preempts(tmp_path: Path) -> None:
     assert pending, "the demo cluster never queued a job"
     job = pending[-1]
     before = len(backend.snapshot().preemption_events)
-    backend.bump(job.id, priority=None, urgent=True, reason="", dry_run=False)
+    do_bump(backend, job.id, urgent=True)
     after = backend.snapshot()
     bumped = after.job(job.id)
     assert bumped is not None and bumped.urgent
@@ -121,25 +134,52 @@ def test_dry_runs_change_nothing(tmp_path: Path) -> None:
     running = _jobs(snap, JobState.RUNNING)[0]
     path = tmp_path / "demo-demo.json"
     saved = path.read_bytes()
-    assert backend.bump(running, priority=1, urgent=False, reason="", dry_run=True).after["priority"] == 1
-    assert backend.exempt(running, until=T0 + 3600, reason="", dry_run=True).after == {"exempt_until": T0 + 3600}
-    result = backend.preempt(running, mode=Mode.REQUEUE, reason="", dry_run=True)
-    assert result.dry_run and result.after["state"] == "pending"
+    # Preparing an action changes nothing: a dry run is a plan never applied.
+    assert backend.prepare_bump(running, PriorityChange(to=1), reason="").after["priority"] == 1
+    later = snap.now + 3600
+    assert backend.prepare_exempt(running, later, reason="").after == {"exempt_until": later}
+    plan = backend.prepare_preempt(running, Mode.REQUEUE, reason="")
+    assert plan.after["state"] == "pending"
     assert path.read_bytes() == saved
     assert backend.snapshot() == snap
+
+
+def test_a_job_changed_since_the_plan_is_refused_and_nothing_is_done(tmp_path: Path) -> None:
+    clock = FakeClock()
+    backend = _backend(tmp_path, clock)
+    running = _jobs(backend.snapshot(), JobState.RUNNING)[0]
+    plan = backend.prepare_bump(running, PriorityChange(to=4321), reason="")
+    do_preempt(backend, running, Mode.REQUEUE)  # the job is requeued before the bump is confirmed
+    with pytest.raises(JobChanged, match=f"job {running} changed since the bump was prepared .*run started at"):
+        backend.apply(plan)
+    job = backend.snapshot().job(running)
+    assert job is not None and job.priority != 4321
+
+
+def test_a_relative_bump_is_computed_when_applied(tmp_path: Path) -> None:
+    clock = FakeClock()
+    backend = _backend(tmp_path, clock)
+    running = _jobs(backend.snapshot(), JobState.RUNNING)[0]
+    first = backend.prepare_bump(running, PriorityChange(by=10), reason="")
+    second = backend.prepare_bump(running, PriorityChange(by=10), reason="")
+    start = first.before["priority"]
+    assert backend.apply(first).after["priority"] == start + 10
+    done = backend.apply(second)  # prepared on the old priority, applied to the new one
+    assert (done.before["priority"], done.after["priority"]) == (start + 10, start + 20)
 
 
 def test_exempt_and_preempt(tmp_path: Path) -> None:
     clock = FakeClock()
     backend = _backend(tmp_path, clock)
-    running = _jobs(backend.snapshot(), JobState.RUNNING)
-    backend.exempt(running[0], until=T0 + 7200, reason="", dry_run=False)
-    assert backend.snapshot().job(running[0]).exempt_until == T0 + 7200  # type: ignore[union-attr]
+    snap = backend.snapshot()
+    running = _jobs(snap, JobState.RUNNING)
+    do_exempt(backend, running[0], snap.now + 7200)
+    assert backend.snapshot().job(running[0]).exempt_until == from_epoch(snap.now + 7200)  # type: ignore[union-attr]
     with pytest.raises(Refused, match="exempt from preemption"):
-        backend.preempt(running[0], mode=Mode.CANCEL, reason="", dry_run=False)
-    backend.exempt(running[0], until=None, reason="", dry_run=False)
+        do_preempt(backend, running[0], Mode.CANCEL)
+    do_exempt(backend, running[0], None)
     assert backend.snapshot().job(running[0]).exempt_until is None  # type: ignore[union-attr]
-    result = backend.preempt(running[1], mode=Mode.CANCEL, reason="", dry_run=False)
+    result = do_preempt(backend, running[1], Mode.CANCEL)
     assert result.before["state"] == "running" and result.after["state"] == "cancelled"
     snap = backend.snapshot()
     assert snap.job(running[1]).state is JobState.CANCELLED  # type: ignore[union-attr]
@@ -151,16 +191,14 @@ def test_bad_targets(tmp_path: Path) -> None:
     backend = _backend(tmp_path, clock)
     snap = backend.snapshot()
     with pytest.raises(NotFound, match="^no job 123 on cluster demo$"):
-        backend.bump("123", priority=5, urgent=False, reason="", dry_run=False)
+        do_bump(backend, "123", 5)
     finished = _jobs(snap, JobState.COMPLETED)[0]
     with pytest.raises(Refused, match=f"job {finished} has already ended"):
-        backend.bump(finished, priority=5, urgent=False, reason="", dry_run=False)
+        do_bump(backend, finished, 5)
     with pytest.raises(Refused, match="already ended"):
-        backend.exempt(finished, until=T0 + 60, reason="", dry_run=False)
+        do_exempt(backend, finished, snap.now + 60)
     with pytest.raises(Refused, match="not running"):
-        backend.preempt(finished, mode=Mode.REQUEUE, reason="", dry_run=False)
-    with pytest.raises(BadInput):
-        backend.bump(_jobs(snap, JobState.RUNNING)[0], priority=-5, urgent=False, reason="", dry_run=False)
+        do_preempt(backend, finished, Mode.REQUEUE)
     with pytest.raises(BadInput):
         DemoBackend(state_dir=tmp_path, speed=0)
 
@@ -170,7 +208,7 @@ def test_named_clusters_are_separate(tmp_path: Path) -> None:
     lab = _backend(tmp_path, clock, cluster="lab").snapshot()
     assert lab.cluster == "lab" and (tmp_path / "demo-lab.json").exists()
     with pytest.raises(NotFound, match="no job 1 on cluster lab"):
-        _backend(tmp_path, clock, cluster="lab").bump("1", priority=1, urgent=False, reason="", dry_run=False)
+        do_bump(_backend(tmp_path, clock, cluster="lab"), "1", 1)
 
 
 def test_reset_and_corrupt_state_start_a_fresh_cluster(tmp_path: Path) -> None:
@@ -178,7 +216,7 @@ def test_reset_and_corrupt_state_start_a_fresh_cluster(tmp_path: Path) -> None:
     backend = _backend(tmp_path, clock)
     fresh = backend.snapshot()
     running = _jobs(fresh, JobState.RUNNING)[0]
-    backend.bump(running, priority=999, urgent=False, reason="", dry_run=False)
+    do_bump(backend, running, 999)
     backend.reset()
     assert backend.snapshot() == fresh
     (tmp_path / "demo-demo.json").write_text("{not json")
@@ -194,7 +232,7 @@ def test_concurrent_calls_do_not_lose_actions(tmp_path: Path) -> None:
 
     def bump(job_id: str, priority: int) -> None:
         try:
-            _backend(tmp_path, clock).bump(job_id, priority=priority, urgent=False, reason="", dry_run=False)
+            do_bump(_backend(tmp_path, clock), job_id, priority)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

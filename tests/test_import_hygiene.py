@@ -23,8 +23,12 @@ FORBIDDEN_IN_CORE = (
     "gpuq.backends.slurm",
     "gpuq.cli",
     "gpuq.tui",
+    "gpuq.views",
+    "gpuq.service",
 )
-CORE = ("gpuq.model", "gpuq.policy.engine", "gpuq.sla", "gpuq.sim")
+CORE = ("gpuq.model", "gpuq.model.codec", "gpuq.policy.engine", "gpuq.policy.order", "gpuq.sla", "gpuq.sim")
+VIEWS = ("gpuq.views.queue", "gpuq.views.overview", "gpuq.views.job", "gpuq.views.gpus", "gpuq.views.sla",
+         "gpuq.views.preemptions", "gpuq.views.preview", "gpuq.views.audit")  # fmt: skip
 
 
 def _modules_after_import(module: str) -> set[str]:
@@ -42,6 +46,13 @@ def _hits(loaded: set[str], forbidden: tuple[str, ...]) -> list[str]:
 @pytest.mark.parametrize("module", CORE)
 def test_core_imports_stay_pure(module: str) -> None:
     assert _hits(_modules_after_import(module), FORBIDDEN_IN_CORE) == []
+
+
+@pytest.mark.parametrize("module", VIEWS)
+def test_views_load_no_front_end_library(module: str) -> None:
+    """A view is shared by the CLI and the console: it loads neither's libraries (nor the Slurm code)."""
+    assert _hits(_modules_after_import(module), ("click", "rich", "textual", "gpuq.cli", "gpuq.tui",
+                                                 "gpuq.backends.slurm")) == []  # fmt: skip
 
 
 def test_cli_import_is_light() -> None:

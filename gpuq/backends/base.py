@@ -1,53 +1,134 @@
-"""The backend protocol: one small interface with capability flags instead of isinstance checks.
+"""The backend contract: one small interface, with what a backend can do given as data.
 
 Backends are the only code that touches subprocesses, HTTP, NVML or other programs' files. Each
-turns its world into `gpuq.model` objects and reports what an action changed (before/after) so the
-service layer can write the audit log. They raise only `gpuq.errors` exceptions.
+turns its world into `gpuq.model` objects, says what it can do (`Capabilities`: which actions,
+the priorities an operator may set, whether it predicts its own scheduler, the options it takes
+and their types) and runs actions in two steps: `prepare_*` reads what it needs and fixes the
+exact external calls into an `ActionPlan` without changing anything; `apply` makes exactly those
+calls, after checking that the job is still as it was (`ActionPlan.guard`), and reports what
+changed. The service (`gpuq.service`) validates requests, writes the audit log and asks the
+operator in between. Backends raise only `gpuq.errors` exceptions.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
-from gpuq.model import Snapshot
+from gpuq.errors import BadInput, Refused
+from gpuq.model import PreviewRequest, Snapshot
 from gpuq.policy.config import Mode, Policy
 
-__all__ = ["ActionResult", "Backend", "NativePlan", "PreviewRequest"]
+__all__ = [
+    "ACTIONS",
+    "ActionPlan",
+    "ActionResult",
+    "ApiRequest",
+    "Backend",
+    "Capabilities",
+    "NativePlan",
+    "NativeVictim",
+    "OptionSpec",
+    "PriorityChange",
+]
+
+#: The actions gpuq knows; a backend lists the ones it can run in `Capabilities.actions`.
+ACTIONS = ("bump", "exempt", "preempt")
+
+_NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
-class ActionResult:
-    """What an action did, or would do under --dry-run.
+class ApiRequest:
+    """One request to an API server (Kubernetes), as the audit log records it."""
 
-    `commands` lists the exact external calls (argument lists) made or, for a dry run, that
-    would be made; `before`/`after` are the job fields the action changes.
+    method: str
+    path: str
+    body: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "path": self.path, "body": self.body}
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityChange:
+    """A bump, validated by the service: exactly one of `to`, `by`, `urgent`."""
+
+    to: int | None = None
+    by: int | None = None
+    urgent: bool = False
+
+    def new_priority(self, current: int) -> int | None:
+        """The base priority this change sets on a job now at `current` (None: urgency only)."""
+        if self.to is not None:
+            return self.to
+        if self.by is not None:
+            return current + self.by
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ActionPlan:
+    """One action as a backend will carry it out, fixed when it was prepared.
+
+    `before`/`after`: the job fields the action changes, now and as expected after (`after` of a
+    relative bump is recomputed by `apply`, which applies it to the priority found then).
+    `commands` are the exact command lines (argument lists), `requests` the exact API requests.
+    `guard`: job fields that must be unchanged when the plan is applied (else `JobChanged`).
+    `payload`: what `apply` needs, private to the backend that prepared the plan.
     """
 
     action: str
     target: str
-    dry_run: bool
     before: Mapping[str, Any]
     after: Mapping[str, Any]
-    commands: Sequence[Sequence[str]] = ()
-    warnings: Sequence[str] = ()
+    commands: tuple[tuple[str, ...], ...] = ()
+    requests: tuple[ApiRequest, ...] = ()
+    warnings: tuple[str, ...] = ()
+    message: str = ""
+    guard: Mapping[str, Any] = field(default_factory=lambda: _NO_FIELDS)
+    payload: Mapping[str, Any] = field(default_factory=lambda: _NO_FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    """What an applied action did: the job fields before and after, the calls it made."""
+
+    action: str
+    target: str
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    commands: tuple[tuple[str, ...], ...] = ()
+    requests: tuple[ApiRequest, ...] = ()
+    warnings: tuple[str, ...] = ()
     message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
-class PreviewRequest:
-    """A what-if request (`gpuq preview --gpus N ...`) or a pending job's own request."""
+class NativeVictim:
+    """A job the native scheduler itself would preempt, and why it picks it."""
 
+    id: str
+    nodes: tuple[str, ...]
     gpus: int
-    priority: int | None = None
-    job_class: str | None = None
-    tenant: str | None = None
-    urgent: bool = False
-    job_id: str | None = None
-    partition: str | None = None
-    qos: str | None = None
+    #: the scheduler's own preemption priority of the job (Slurm: QOS priority or PriorityTier)
+    priority: int | None
+    reason: str
+    #: backend facts shown beside it (Slurm: qos, partition, mode)
+    details: Mapping[str, str] = field(default_factory=lambda: _NO_FIELDS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "nodes": list(self.nodes),
+            "gpus": self.gpus,
+            "priority": self.priority,
+            "reason": self.reason,
+            **self.details,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,24 +137,81 @@ class NativePlan:
 
     would_preempt: bool
     nodes: tuple[str, ...] = ()
-    victims: tuple[Mapping[str, Any], ...] = ()
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    victims: tuple[NativeVictim, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "would_preempt": self.would_preempt,
+            "nodes": list(self.nodes),
+            "victims": [v.to_dict() for v in self.victims],
+            "notes": list(self.notes),
+        }
+
+
+_KIND_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """An option a backend takes from the config file or the command line, and its type."""
+
+    kind: type
+    help: str
+    #: the smallest value allowed (numbers); `exclusive`: the value must be greater
+    minimum: float | None = None
+    exclusive: bool = False
+
+    def check(self, value: Any, where: str) -> Any:
+        """`value` converted to the option's type; BadInput naming `where` (the config file's
+        line and key, or the flag) when it is not one."""
+        kind = self.kind
+        ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if not ok:
+            raise BadInput(f"{where}: expected {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r}")
+        if kind is float and (value != value or value in (float("inf"), float("-inf"))):
+            raise BadInput(f"{where}: expected a finite number, got {value!r}")
+        low = self.minimum
+        if low is not None and kind in (int, float) and (value < low or (self.exclusive and value == low)):
+            bound = f"> {low:g}" if self.exclusive else f">= {low:g}"
+            raise BadInput(f"{where}: must be {bound} ({self.help}), got {value!r}")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend can do, as data (front ends and the service read this, never a name)."""
+
+    #: the actions it can run (a subset of `ACTIONS`); empty for a read-only source
+    actions: frozenset[str] = frozenset()
+    #: why it runs no actions, in words for the operator (when `actions` is empty)
+    read_only_reason: str = ""
+    #: the base priorities an operator may set, lowest and highest (Slurm: 0 means hold)
+    priority_range: tuple[int, int] = (0, 2**31 - 1)
+    #: whether `native_preview` predicts the native scheduler's own choice
+    native_preview: bool = False
 
 
 class Backend(ABC):
     """A cluster gpuq can read and act on."""
 
     name: ClassVar[str]
-    can_bump: ClassVar[bool] = False
-    can_exempt: ClassVar[bool] = False
-    can_preempt: ClassVar[bool] = False
-    knows_gpu_indexes: ClassVar[bool] = False
-    has_history: ClassVar[bool] = False
-    has_native_preview: ClassVar[bool] = False
-    #: The policy to use when the operator configured none (None: gpuq's documented defaults).
+    #: the options the config file and the command line may set, by constructor keyword; the
+    #: service passes its own (the clock, the resolved policy, where state lives) separately
+    options: ClassVar[Mapping[str, OptionSpec]] = MappingProxyType({})
+    #: what it takes from the service, by constructor keyword, when its constructor accepts it:
+    #: ``clock`` (wall clock), ``policy`` (the resolved `Policy`), ``state_dir``, ``cache_dir``
+    internals: ClassVar[frozenset[str]] = frozenset()
+    #: the policy to use when the operator configured none (None: gpuq's documented defaults)
     default_policy: ClassVar[Policy | None] = None
 
     cluster: str
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
 
     @abstractmethod
     def snapshot(self, *, ledger: bool = True) -> Snapshot:
@@ -88,27 +226,33 @@ class Backend(ABC):
     def job_ids(self) -> list[str]:
         """Job ids for shell completion; cheap, and never raises."""
         try:
-            return [job.id for job in self.snapshot().jobs]
+            return [job.id for job in self.snapshot(ledger=False).jobs]
         except Exception:  # noqa: BLE001 - completion must never break the shell
             return []
 
-    def bump(
-        self, job_id: str, *, priority: int | None, urgent: bool, reason: str, dry_run: bool
-    ) -> ActionResult:
-        """Set a job's base priority (`priority`) or mark it manually urgent (`urgent=True`).
+    # -- actions, in two steps (only those in `capabilities.actions` are ever called)
 
-        Raises NotFound, Refused, PermissionDenied, Unreachable.
-        """
-        raise NotImplementedError
+    def prepare_bump(self, job_id: str, change: PriorityChange, *, reason: str) -> ActionPlan:
+        """Fix how the job's base priority is set (`change.to`/`by`) or it is made urgent."""
+        raise self._unsupported("bump")
 
-    def exempt(self, job_id: str, *, until: float | None, reason: str, dry_run: bool) -> ActionResult:
-        """Exempt a job from preemption until `until` (epoch s); None lifts the exemption."""
-        raise NotImplementedError
+    def prepare_exempt(self, job_id: str, until: float | None, *, reason: str) -> ActionPlan:
+        """Fix how the job is exempted from preemption until `until` (epoch s); None lifts it."""
+        raise self._unsupported("exempt")
 
-    def preempt(self, job_id: str, *, mode: Mode, reason: str, dry_run: bool) -> ActionResult:
-        """Preempt a running job now with `mode`."""
-        raise NotImplementedError
+    def prepare_preempt(self, job_id: str, mode: Mode, *, reason: str) -> ActionPlan:
+        """Fix how a running job is preempted now with `mode`."""
+        raise self._unsupported("preempt")
+
+    def apply(self, plan: ActionPlan) -> ActionResult:
+        """Carry out `plan` exactly; JobChanged (nothing done) when its guard no longer holds.
+        Raises NotFound, Refused, PermissionDenied, Unreachable."""
+        raise self._unsupported(plan.action)
 
     def native_preview(self, snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None:
         """What the native scheduler would preempt for `request`, when the backend can tell."""
         return None
+
+    def _unsupported(self, action: str) -> Refused:
+        why = self.capabilities.read_only_reason or f"backend {self.name} cannot {action} jobs"
+        return Refused(why)

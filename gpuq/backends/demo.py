@@ -19,15 +19,24 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
-from gpuq.backends.base import ActionResult, Backend
-from gpuq.errors import BadInput, Refused
+from gpuq.backends.base import (
+    ActionPlan,
+    ActionResult,
+    Backend,
+    Capabilities,
+    OptionSpec,
+    PriorityChange,
+)
+from gpuq.errors import BadInput, JobChanged, Refused
 from gpuq.model import Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.sim import ClusterSpec, Simulator, WorkloadStream
+from gpuq.sim.jobs import SimJob
 from gpuq.timefmt import format_time
 
 __all__ = ["DEFAULT_SEED", "DEFAULT_SPEED", "STATE_FORMAT", "DemoBackend"]
@@ -55,16 +64,24 @@ def _default_state_dir() -> Path:
 DEMO_POLICY = Policy(delta=50, min_runtime_s=900.0, max_preemptions_per_day=3)
 
 
+#: The fields an action's guard holds, as the refusal names them.
+_GUARDED = {"state": "state", "run_start": "run started at", "submit": "submitted at"}
+
+
+def _shown(value: Any) -> str:
+    return format_time(value) if isinstance(value, float) else "-" if value is None else str(value)
+
+
 class DemoBackend(Backend):
     """A simulated 16-node × 8-GPU multi-tenant cluster that lives between CLI invocations."""
 
     name = "demo"
-    can_bump = True
-    can_exempt = True
-    can_preempt = True
-    knows_gpu_indexes = True
-    has_history = True
-    has_native_preview = False
+    options: ClassVar[Mapping[str, OptionSpec]] = MappingProxyType({
+        "cluster": OptionSpec(str, "the simulated cluster's name: each name is a cluster of its own"),
+        "seed": OptionSpec(int, "a fresh, reproducible cluster per seed", minimum=0),
+        "speed": OptionSpec(float, "simulated seconds per wall-clock second", minimum=0.0, exclusive=True),
+    })  # fmt: skip
+    internals: ClassVar[frozenset[str]] = frozenset({"state_dir", "policy", "clock"})
     default_policy = DEMO_POLICY
 
     def __init__(
@@ -86,6 +103,10 @@ class DemoBackend(Backend):
         self.speed = speed
         self.policy = policy
         self.clock = clock
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(actions=frozenset({"bump", "exempt", "preempt"}), priority_range=(0, 2**31 - 1))
 
     @property
     def state_path(self) -> Path:
@@ -185,11 +206,6 @@ class DemoBackend(Backend):
         with self._session() as sim:
             return sim.snapshot()
 
-    def now(self) -> float:
-        """The cluster's simulated time now (epoch seconds)."""
-        with self._session() as sim:
-            return sim.now
-
     def reset(self) -> None:
         """Forget the cluster: the next call starts a fresh one (with this backend's seed)."""
         try:
@@ -201,38 +217,79 @@ class DemoBackend(Backend):
             with contextlib.suppress(FileNotFoundError):
                 self.state_path.unlink()
 
-    # ---- actions ---------------------------------------------------------------------------
+    # ---- actions: prepared on a look at the cluster, applied in one locked session ----------
 
-    def bump(
-        self, job_id: str, *, priority: int | None, urgent: bool, reason: str, dry_run: bool
-    ) -> ActionResult:
-        if priority is not None and priority < 0:
-            raise BadInput(f"priority must be >= 0, got {priority}")
-        with self._session(write=not dry_run) as sim:
-            before, after = sim.bump(job_id, priority=priority, urgent=urgent, dry_run=dry_run)
+    def _guard(self, sim: Simulator, job_id: str) -> dict[str, Any]:
+        """What must not change between preparing and applying: the job and its current run."""
+        job = sim.visible_job(job_id)
+        return {"state": job.state, "run_start": job.run_start, "submit": job.submit}
+
+    def _check(self, sim: Simulator, plan: ActionPlan) -> SimJob:
+        job = sim.visible_job(plan.target)
+        now = {"state": job.state, "run_start": job.run_start, "submit": job.submit}
+        changed = [
+            f"{_GUARDED[key]} {_shown(plan.guard[key])} -> {_shown(now[key])}" for key in plan.guard
+            if plan.guard[key] != now[key]
+        ]  # fmt: skip
+        if changed:
+            what = "; ".join(changed)
+            raise JobChanged(f"job {plan.target} changed since the {plan.action} was prepared ({what}); "
+                             "nothing was done: look again and retry")  # fmt: skip
+        return job
+
+    def prepare_bump(self, job_id: str, change: PriorityChange, *, reason: str) -> ActionPlan:
+        with self._session(write=False) as sim:
+            job = sim.visible_job(job_id)
+            before, after = sim.bump(job_id, priority=change.new_priority(job.priority), urgent=change.urgent,
+                                     dry_run=True)  # fmt: skip
             what = "urgent" if after["urgent"] and not before["urgent"] else f"priority {after['priority']}"
-            verb = "would bump" if dry_run else "bumped"
-            return ActionResult("bump", job_id, dry_run, before, after,
-                                message=f"{verb} job {job_id} to {what} on cluster {self.cluster}")
+            return ActionPlan("bump", job_id, before, after, message=f"bump job {job_id} to {what}",
+                              guard=self._guard(sim, job_id), payload={"change": change})  # fmt: skip
 
-    def exempt(self, job_id: str, *, until: float | None, reason: str, dry_run: bool) -> ActionResult:
-        with self._session(write=not dry_run) as sim:
-            before, after = sim.exempt(job_id, until=until, dry_run=dry_run)
-            verb = "would exempt" if dry_run else "exempted"
+    def prepare_exempt(self, job_id: str, until: float | None, *, reason: str) -> ActionPlan:
+        with self._session(write=False) as sim:
+            before, after = sim.exempt(job_id, until=until, dry_run=True)
             if until is None:
-                message = f"{'would lift' if dry_run else 'lifted'} the exemption of job {job_id}"
+                message = f"lift the exemption of job {job_id}"
             else:
-                message = f"{verb} job {job_id} from preemption until {format_time(until)}"
-            return ActionResult("exempt", job_id, dry_run, before, after, message=message)
+                message = f"exempt job {job_id} from preemption until {format_time(until)}"
+            return ActionPlan("exempt", job_id, before, after, message=message, guard=self._guard(sim, job_id),
+                              payload={"until": until})  # fmt: skip
 
-    def preempt(self, job_id: str, *, mode: Mode, reason: str, dry_run: bool) -> ActionResult:
-        with self._session(write=not dry_run) as sim:
-            job = sim.snapshot_job(job_id)
-            if job.exempt_at(sim.now):
-                assert job.exempt_until is not None
-                raise Refused(f"job {job_id} is exempt from preemption until {format_time(job.exempt_until)}; "
-                              f"lift that first with `gpuq exempt {job_id} --off`")
-            before, after = sim.preempt(job_id, mode=mode, dry_run=dry_run)
-            verb = "would preempt" if dry_run else "preempted"
-            return ActionResult("preempt", job_id, dry_run, before, after,
-                                message=f"{verb} job {job_id} ({mode.value}); now {after['state']}")
+    def prepare_preempt(self, job_id: str, mode: Mode, *, reason: str) -> ActionPlan:
+        with self._session(write=False) as sim:
+            self._refuse_exempt(sim, job_id)
+            before, after = sim.preempt(job_id, mode=mode, dry_run=True)
+            return ActionPlan("preempt", job_id, before, after, message=f"preempt job {job_id} ({mode.value})",
+                              guard=self._guard(sim, job_id), payload={"mode": mode})  # fmt: skip
+
+    def apply(self, plan: ActionPlan) -> ActionResult:
+        with self._session() as sim:
+            job = self._check(sim, plan)
+            payload = plan.payload
+            if plan.action == "bump":
+                change: PriorityChange = payload["change"]
+                # A relative bump is computed here, inside the lock that writes it.
+                before, after = sim.bump(plan.target, priority=change.new_priority(job.priority), urgent=change.urgent)
+                what = "urgent" if after["urgent"] and not before["urgent"] else f"priority {after['priority']}"
+                message = f"bumped job {plan.target} to {what} on cluster {self.cluster}"
+            elif plan.action == "exempt":
+                before, after = sim.exempt(plan.target, until=payload["until"])
+                until = payload["until"]
+                message = (f"lifted the exemption of job {plan.target}" if until is None
+                           else f"exempted job {plan.target} from preemption until {format_time(until)}")  # fmt: skip
+            elif plan.action == "preempt":
+                self._refuse_exempt(sim, plan.target)
+                mode: Mode = payload["mode"]
+                before, after = sim.preempt(plan.target, mode=mode)
+                message = f"preempted job {plan.target} ({mode.value}); now {after['state']}"
+            else:  # pragma: no cover - the service only applies plans this backend prepared
+                raise Refused(f"backend demo cannot {plan.action} jobs")
+            return ActionResult(plan.action, plan.target, before, after, message=message)
+
+    def _refuse_exempt(self, sim: Simulator, job_id: str) -> None:
+        job = sim.snapshot_job(job_id)
+        if job.exempt_at(sim.now):
+            assert job.exempt_until is not None
+            raise Refused(f"job {job_id} is exempt from preemption until {format_time(job.exempt_until)}; "
+                          f"lift that first with `gpuq exempt {job_id} --off`")  # fmt: skip

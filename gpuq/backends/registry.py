@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -136,35 +135,25 @@ def backend_class(name: str) -> type[Backend]:
     return cls
 
 
-def _accepted(cls: type[Backend]) -> tuple[set[str], bool]:
-    params = inspect.signature(cls).parameters.values()
-    names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
-    return names, takes_any
-
-
 def create_backend(
-    name: str, options: Mapping[str, BackendOption], implicit: Mapping[str, Any] | None = None
+    name: str, options: Mapping[str, BackendOption], internals: Mapping[str, Any] | None = None
 ) -> Backend:
-    """Build backend `name` with keyword `options`, refusing any it does not take.
+    """Build backend `name` from the operator's `options`, refusing any it does not take and any
+    value not of its declared type (`Backend.options`); `internals` (the clock, the resolved
+    policy, where state lives) are passed only to backends that list them (`Backend.internals`).
 
-    A wrong option is a usage error naming where it was set, so a typo in the config file never
-    silently falls back to a default. `implicit` arguments (the resolved policy) are passed only
-    to backends whose constructor takes them.
+    A wrong option is a usage error naming where it was set (the config file's line and key, or
+    the flag), so a typo in the config file never silently falls back to a default.
     """
     cls = backend_class(name)
-    accepted, takes_any = _accepted(cls)
     kwargs: dict[str, Any] = {}
     for key, option in options.items():
-        if not takes_any and key not in accepted:
-            takes = ", ".join(sorted(accepted)) or "no options"
+        spec = cls.options.get(key)
+        if spec is None:
+            takes = ", ".join(sorted(cls.options)) or "no options"
             raise BadInput(f"{option.origin}: backend {name!r} does not take {key!r} (it takes: {takes})")
-        kwargs[key] = option.value
-    for key, value in (implicit or {}).items():
-        if key not in kwargs and (takes_any or key in accepted):
+        kwargs[key] = spec.check(option.value, option.origin)
+    for key, value in (internals or {}).items():
+        if key in cls.internals:
             kwargs[key] = value
-    try:
-        inspect.signature(cls).bind(**kwargs)
-    except TypeError as exc:
-        raise BadInput(f"backend {name!r}: bad options ({exc})") from None
     return cls(**kwargs)

@@ -1,9 +1,11 @@
-"""`gpuq bump`, `gpuq exempt`, `gpuq preempt`: the mutating commands.
+"""`gpuq bump`, `gpuq exempt`, `gpuq preempt`: the mutating commands, in two steps.
 
-Each is audited (dry run or not, success or failure). Without `--yes`: on a terminal the action
-is first run as a dry run and shown, then confirmed; elsewhere it is refused (exit 1) with a hint
-to pass `--yes`. `-o json` prints `{"action", "target", "dry_run", "before", "after", "commands",
-"warnings", "message", "preview"}` (`preview` is a bump's plan, else null).
+The service prepares the action (validation, the job as it is, the exact calls, for a bump what
+the job would then preempt) and audits every ending. `--dry-run` shows and records it; `--yes`
+applies it at once; otherwise, on a terminal, it is shown and confirmed at a `[y/N]` prompt (a
+no, or Ctrl-C, is recorded as declined), and elsewhere it is refused (exit 1) with a hint to pass
+`--yes`. `-o json` prints `{"action", "target", "dry_run", "before", "after", "commands",
+"requests", "warnings", "message", "preview"}` (`preview` is a bump's plan, else null).
 """
 
 from __future__ import annotations
@@ -11,18 +13,17 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from gpuq.cli.options import App, global_options, job_argument, pass_app
-from gpuq.cli.render import changes, emit_csv, emit_json, make_console, warn
+from gpuq.cli.render import emit_csv, emit_json, make_console, warn
 from gpuq.errors import Refused
-from gpuq.policy.config import Mode
+from gpuq.service import ActionOutcome, Mode, PendingAction
 from gpuq.timefmt import parse_duration, parse_time
-
-if TYPE_CHECKING:
-    from gpuq.service import ActionOutcome
+from gpuq.views.changes import changes
+from gpuq.views.preview import from_preview
 
 __all__ = ["bump", "exempt", "preempt"]
 
@@ -30,6 +31,22 @@ __all__ = ["bump", "exempt", "preempt"]
 def is_interactive() -> bool:
     """Whether a person can answer a prompt (patched in tests)."""
     return sys.stdin.isatty()
+
+
+def _show_pending(app: App, pending: PendingAction, *, heading: str) -> None:
+    """The prepared action, before the prompt: what it changes, the exact calls, the preview."""
+    from gpuq.cli.preview import show_preview
+
+    console = make_console(app)
+    console.print(f"{heading}{pending.message or f'{pending.action} job {pending.target}'}", markup=False)
+    for key, old, new in changes(pending.before, pending.after):
+        console.print(f"  {key}: {old} -> {new} (would change)", markup=False)
+    for command in pending.commands:
+        console.print("  would run: " + shlex.join(command), markup=False)
+    for request in pending.plan.requests:
+        console.print(f"  would send: {request.method} {request.path}", markup=False)
+    if pending.preview is not None:
+        show_preview(app, from_preview(pending.preview), heading="with the new priority:")
 
 
 def _show(app: App, outcome: ActionOutcome) -> None:
@@ -43,10 +60,11 @@ def _show(app: App, outcome: ActionOutcome) -> None:
             {
                 "action": result.action,
                 "target": result.target,
-                "dry_run": result.dry_run,
+                "dry_run": outcome.dry_run,
                 "before": dict(result.before),
                 "after": dict(result.after),
                 "commands": [list(c) for c in result.commands],
+                "requests": [r.to_dict() for r in result.requests],
                 "warnings": list(result.warnings),
                 "message": result.message,
                 "preview": outcome.preview.to_dict() if outcome.preview is not None else None,
@@ -56,49 +74,47 @@ def _show(app: App, outcome: ActionOutcome) -> None:
     if app.output == "csv":
         emit_csv(
             ("action", "job", "dry_run", "field", "before", "after"),
-            (
-                [result.action, result.target, result.dry_run, *change]
-                for change in changes(result.before, result.after)
-            ),
+            ([result.action, result.target, outcome.dry_run, *c] for c in changes(result.before, result.after)),
         )
         return
     console = make_console(app)
-    verb = "would change" if result.dry_run else "changed"
+    verb = "would change" if outcome.dry_run else "changed"
     lead = result.message or f"{result.action} job {result.target}"
-    console.print(("[dry run] " if result.dry_run else "") + lead, markup=False)
+    console.print(("[dry run] " if outcome.dry_run else "") + lead, markup=False)
     for key, old, new in changes(result.before, result.after):
         console.print(f"  {key}: {old} -> {new} ({verb})", markup=False)
     for command in result.commands:
-        console.print(("  would run: " if result.dry_run else "  ran: ") + shlex.join(command), markup=False)
-    if outcome.preview is not None and app.output == "table":
-        show_preview(app, outcome.preview, heading="with the new priority:")
+        console.print(("  would run: " if outcome.dry_run else "  ran: ") + shlex.join(command), markup=False)
+    for request in result.requests:
+        console.print(("  would send: " if outcome.dry_run else "  sent: ") + f"{request.method} {request.path}",
+                      markup=False)  # fmt: skip
+    if outcome.preview is not None:
+        show_preview(app, from_preview(outcome.preview), heading="with the new priority:")
 
 
-def _run(
-    app: App,
-    *,
-    action: str,
-    target: str,
-    reason: str,
-    yes: bool,
-    dry_run: bool,
-    args: dict[str, Any],
-    call: Callable[[bool], ActionOutcome],
-) -> None:
-    """Dry run / confirm / act, in that order, so nothing is half-applied on a refusal."""
-    cluster = app.cluster
-    if not (yes or dry_run):
+def _run(app: App, prepare: Callable[[], PendingAction], *, yes: bool, dry_run: bool) -> None:
+    """Prepare, then dry-run, confirm or decline: every ending is audited by the service."""
+    pending = prepare()
+    if dry_run:
+        _show(app, pending.dry_run())
+        return
+    if not yes:
+        what = f"{pending.action} job {pending.target}"
         if not is_interactive():
-            why = f"refusing to {action} job {target} without confirmation: not a terminal"
-            cluster.record_declined(action, target, reason=reason, args=args, why=why)
+            why = f"refusing to {what} without confirmation: not a terminal"
+            pending.decline(why)
             raise Refused(f"{why}; pass --yes to confirm (or --dry-run to see what would happen)")
-        preview = call(True)  # validates everything and is audited as a dry run
         if app.output == "table":
-            _show(app, preview)
-        if not click.confirm(f"{action} job {target} on cluster {cluster.name}?", default=False, err=True):
-            cluster.record_declined(action, target, reason=reason, args=args, why="not confirmed at the prompt")
-            raise Refused(f"{action} of job {target} not confirmed; nothing was done")
-    _show(app, call(dry_run))
+            _show_pending(app, pending, heading="about to ")
+        try:
+            confirmed = click.confirm(f"{what} on cluster {pending.cluster}?", default=False, err=True)
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            pending.decline("interrupted at the prompt")
+            raise
+        if not confirmed:
+            pending.decline("not confirmed at the prompt")
+            raise Refused(f"{what} not confirmed; nothing was done")
+    _show(app, pending.confirm())
 
 
 _COMMON = [
@@ -114,24 +130,20 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _priority(app: App, option: str, value: str | None, *, signed: bool) -> int | None:
+def _integer(app: App, option: str, value: str | None, *, signed: bool) -> int | None:
+    """The number an option was given (whether it is in range is the service's to check)."""
     if value is None:
         return None
-    lo, hi = app.cluster.priority_range()
     text = value.strip()
     digits = text[1:] if text[:1] in "+-" else text
     if not digits.isdigit():
+        lo, hi = app.cluster.priority_range()
         what = "a whole number of priority points (may be negative)" if signed else "an integer"
         raise click.BadParameter(
             f"{value!r} is not {what}; priorities range from {lo} to {hi} (use --urgent for the top)",
             param_hint=option,
         )
-    number = int(text)
-    if not signed and not lo <= number <= hi:
-        raise click.BadParameter(
-            f"{number} is outside the allowed range {lo} to {hi} (use --urgent for the top)", param_hint=option
-        )
-    return number
+    return int(text)
 
 
 @click.command("bump")
@@ -146,21 +158,10 @@ def bump(
     app: App, job_id: str, to: str | None, by: str | None, urgent: bool, reason: str, dry_run: bool, yes: bool
 ) -> None:
     """Change a job's priority, then show what it would now preempt."""
-    if sum((to is not None, by is not None, urgent)) != 1:
-        raise click.UsageError("give exactly one of --to P, --by D, --urgent")
-    to_value = _priority(app, "--to", to, signed=False)
-    by_value = _priority(app, "--by", by, signed=True)
-    args = {k: v for k, v in {"to": to_value, "by": by_value, "urgent": urgent}.items() if v}
-    _run(
-        app,
-        action="bump",
-        target=job_id,
-        reason=reason,
-        yes=yes,
-        dry_run=dry_run,
-        args=args,
-        call=lambda dry: app.cluster.bump(job_id, to=to_value, by=by_value, urgent=urgent, reason=reason, dry_run=dry),
-    )
+    to_value = _integer(app, "--to", to, signed=False)
+    by_value = _integer(app, "--by", by, signed=True)
+    _run(app, lambda: app.cluster.prepare_bump(job_id, to=to_value, by=by_value, urgent=urgent, reason=reason),
+         yes=yes, dry_run=dry_run)  # fmt: skip
 
 
 @click.command("exempt")
@@ -175,8 +176,6 @@ def exempt(
     app: App, job_id: str, for_: str | None, until: str | None, off: bool, reason: str, dry_run: bool, yes: bool
 ) -> None:
     """Protect a job from preemption for a while (or lift the protection)."""
-    if sum((for_ is not None, until is not None, off)) != 1:
-        raise click.UsageError("give exactly one of --for DURATION, --until TIME, --off")
     for_s = until_t = None
     if for_ is not None:
         try:
@@ -186,21 +185,12 @@ def exempt(
     if until is not None:
         try:
             until_t = parse_time(until)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise click.BadParameter(
                 f"{until!r} is not an RFC 3339 time (e.g. 2026-11-30T08:00:00Z)", param_hint="--until"
             ) from None
-    args = {k: v for k, v in {"for_s": for_s, "until": until, "off": off}.items() if v}
-    _run(
-        app,
-        action="exempt",
-        target=job_id,
-        reason=reason,
-        yes=yes,
-        dry_run=dry_run,
-        args=args,
-        call=lambda dry: app.cluster.exempt(job_id, for_s=for_s, until=until_t, off=off, reason=reason, dry_run=dry),
-    )
+    _run(app, lambda: app.cluster.prepare_exempt(job_id, for_s=for_s, until=until_t, off=off, reason=reason),
+         yes=yes, dry_run=dry_run)  # fmt: skip
 
 
 @click.command("preempt")
@@ -212,14 +202,4 @@ def exempt(
 def preempt(app: App, job_id: str, mode: str | None, reason: str, dry_run: bool, yes: bool) -> None:
     """Preempt a running job now."""
     chosen = Mode(mode) if mode else None
-    args = {"mode": (chosen or app.cluster.policy.mode).value}
-    _run(
-        app,
-        action="preempt",
-        target=job_id,
-        reason=reason,
-        yes=yes,
-        dry_run=dry_run,
-        args=args,
-        call=lambda dry: app.cluster.preempt(job_id, mode=chosen, reason=reason, dry_run=dry),
-    )
+    _run(app, lambda: app.cluster.prepare_preempt(job_id, mode=chosen, reason=reason), yes=yes, dry_run=dry_run)

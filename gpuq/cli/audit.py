@@ -1,32 +1,28 @@
-"""`gpuq audit`: show the audit log (`$XDG_STATE_HOME/gpuq/audit.jsonl`).
+"""`gpuq audit`: show the audit log (`$XDG_STATE_HOME/gpuq/audit.jsonl`), one row per action.
 
-`-o json` → `{"path", "records": [...]}` with each record as written (see `gpuq.audit`).
+`-o json` → `{"path", "records": [...]}`: each action's outcome record as written (see
+`gpuq.audit`); an action whose outcome never reached the log appears as its intent record with
+``"result": "unknown"`` and ``"error": "outcome unknown: check the cluster"``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.render import changes, emit_csv, emit_json, make_table, print_table, warn
+from gpuq.cli.render import emit_csv, emit_json, make_table, print_table, warn
+from gpuq.locations import audit_log_path
+from gpuq.views.audit import audit_view
 
 __all__ = ["audit"]
 
 _COLUMNS = ("time", "operator", "host", "backend", "cluster", "action", "target", "result", "reason")
-
-
-def _change(record: dict[str, Any]) -> str:
-    before, after = record.get("before") or {}, record.get("after") or {}
-    if not isinstance(before, dict) or not isinstance(after, dict):
-        return ""
-    return "; ".join(f"{key}: {old} -> {new}" for key, old, new in changes(before, after))
+_STYLES = {"ok": "green", "dry_run": "cyan", "error": "red", "refused": "yellow", "unknown": "bold magenta"}
 
 
 @click.command("audit")
 @click.option(
-    "--tail", "tail", type=click.IntRange(min=0), default=50, show_default=True, help="Last N records (0 = all)."
+    "--tail", "tail", type=click.IntRange(min=0), default=50, show_default=True, help="Last N actions (0 = all)."
 )
 @click.option(
     "--action", "actions", multiple=True, metavar="ACTION", help="Only these actions (bump, exempt, preempt)."
@@ -37,50 +33,30 @@ def _change(record: dict[str, Any]) -> str:
 @pass_app
 def audit(app: App, tail: int, actions: tuple[str, ...], jobs: tuple[str, ...], show_path: bool) -> None:
     """Show the audit log of actions (bump, exempt, preempt), dry runs and failures included."""
-    from gpuq.audit import AuditLog
-
-    log = AuditLog()
     if show_path:
-        click.echo(str(log.path))
+        click.echo(str(audit_log_path()))
         return
-    records: list[dict[str, Any]] = []
-    for entry in log.entries():
-        if entry.record is None:
-            warn(f"{log.path}:{entry.line}: not a JSON object, skipped")
-            continue
-        record = entry.record
-        if actions and record.get("action") not in actions:
-            continue
-        if jobs and str(record.get("target")) not in jobs:
-            continue
-        records.append(record)
-    if tail:
-        records = records[-tail:]
+    view = audit_view(tail=tail, actions=actions, jobs=jobs)
+    for line, _ in view.unreadable:
+        warn(f"{view.path}:{line}: not a JSON object, skipped")
+    records = [row.record for row in view.rows]
     if app.output == "json":
-        emit_json({"path": str(log.path), "records": records})
+        emit_json({"path": view.path, "records": records})
     elif app.output == "csv":
         emit_csv(
             (*_COLUMNS, "dry_run", "change", "error"),
-            ([*(r.get(c) for c in _COLUMNS), r.get("dry_run"), _change(r), r.get("error")] for r in records),
-        )
+            ([*(r.record.get(c) for c in _COLUMNS), r.record.get("dry_run"), r.change, r.record.get("error")]
+             for r in view.rows),
+        )  # fmt: skip
     else:
         table = make_table(
-            f"{log.path}: {len(records)} records",
+            f"{view.path}: {len(view.rows)} records",
             ["TIME", "OPERATOR", "CLUSTER", "ACTION", "JOB", "RESULT", "CHANGE", "REASON"],
         )
-        styles = {"ok": "green", "dry_run": "cyan", "error": "red", "refused": "yellow"}
-        for r in records:
-            result = str(r.get("result"))
-            shown = f"[{styles[result]}]{result}[/]" if result in styles else result
-            detail = r.get("error") if result in ("error", "refused") else _change(r)
-            table.add_row(
-                str(r.get("time")),
-                str(r.get("operator")),
-                f"{r.get('backend')}/{r.get('cluster')}",
-                str(r.get("action")),
-                str(r.get("target")),
-                shown,
-                str(detail or ""),
-                str(r.get("reason") or ""),
-            )
+        for row in view.rows:
+            r = row.record
+            result = row.result
+            shown = f"[{_STYLES[result]}]{result}[/]" if result in _STYLES else result
+            table.add_row(str(r.get("time")), str(r.get("operator")), f"{r.get('backend')}/{r.get('cluster')}",
+                          str(r.get("action")), str(r.get("target")), shown, row.detail, str(r.get("reason") or ""))
         print_table(app, table)

@@ -15,77 +15,30 @@ import click
 
 from gpuq.cli.options import App, global_options, job_argument, pass_app
 from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, make_console
-from gpuq.model import DAY_S, QUEUED_STATES, JobState
+from gpuq.model import QUEUED_STATES
+from gpuq.model.codec import job_document
 from gpuq.timefmt import format_time
+from gpuq.views.job import JobView, job_view
 
 __all__ = ["job"]
 
 
-@click.command("job")
-@job_argument()
-@global_options
-@pass_app
-def job(app: App, job_id: str) -> None:
-    """Everything about one job, and why it is pending."""
-    from gpuq.policy.rules import gpu_seconds_lost, protection
-    from gpuq.snapshot_io import job_to_dict
-
-    cluster = app.cluster
-    snapshot = cluster.snapshot(ledger=False)  # a queued job needs no ledger; a finished one is read with it
-    if (seen := snapshot.job(job_id)) is None or seen.state not in QUEUED_STATES:
-        snapshot = cluster.refresh()
-    j = cluster.job(job_id, snapshot)
-    now = cluster.now(snapshot)
-    policy = cluster.policy
-    cls = cluster.resolved_class(snapshot, j.job_class)
-    eff = cluster.effective_priority(snapshot, j)
-    wait = j.wait_s(now)
-    day = j.preemptions_since(now - DAY_S, now)
-    explanation = cluster.pending_reasons(snapshot, j)
-    guard = None
-    lost = None
-    if j.state is JobState.RUNNING:
-        lost = gpu_seconds_lost(j, policy, now)
-        found = protection(j, cls, float(policy.urgent_priority) + policy.delta + 1, policy, now)
-        if found is not None:
-            guard = {"reason": found[0].value, "detail": found[1]}
-    doc: dict[str, Any] = {
-        **job_to_dict(j),
-        "wait_s": None if wait is None else round(wait, 3),
-        "effective_priority": eff,
-        "preemptions": len(j.preemption_times),
-        "preemptions_24h": day,
+def _document(view: JobView) -> dict[str, Any]:
+    return {
+        **job_document(view.job),
+        "wait_s": None if view.wait_s is None else round(view.wait_s, 3),
+        "effective_priority": view.effective_priority,
+        "preemptions": view.preemptions,
+        "preemptions_24h": view.preemptions_24h,
     }
-    if app.output == "json":
-        emit_json(
-            {
-                "cluster": snapshot.cluster,
-                "taken_at": format_time(snapshot.taken_at),
-                "job": doc,
-                "class": {
-                    "name": cls.name,
-                    "priority": cls.priority,
-                    "preemptible": cls.preemptible,
-                    "target_p95_s": cls.target_p95_s,
-                    "max_wait_s": cls.max_wait_s,
-                },
-                "explanation": explanation,
-                "protection": guard,
-                "gpu_seconds_lost_if_preempted": lost,
-            }
-        )
-        return
-    if app.output == "csv":
-        emit_csv(("field", "value"), ((k, " ".join(map(str, v)) if isinstance(v, list) else v) for k, v in doc.items()))
-        return
-    from rich.table import Table
 
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold")
-    grid.add_column()
+
+def _rows(view: JobView) -> list[tuple[str, str]]:
+    j, cls, eff = view.job, view.job_class, view.effective_priority
     alloc = "; ".join(
         f"{node}: {','.join('?' if i is None else str(i) for i in idx)}" for node, idx in j.allocation.items()
     )
+    exempt = view.job.exempt_until is not None and view.job.exempt_at(view.taken_at.timestamp())
     rows = [
         ("job", f"{j.id}  {j.name}"),
         ("owner", f"{j.user} (tenant {j.tenant}" + (f", account {j.account}" if j.account else "") + ")"),
@@ -103,23 +56,61 @@ def job(app: App, job_id: str) -> None:
         ("eligible", fmt_time(j.eligible_time)),
         ("started", fmt_time(j.start_time)),
         ("ended", fmt_time(j.end_time)),
-        ("wait", fmt_duration(wait) + (" (still pending)" if j.is_pending else "")),
-        ("preempted", f"{len(j.preemption_times)}x total, {day}x in the last 24h"),
+        ("wait", fmt_duration(view.wait_s) + (" (still pending)" if j.is_pending else "")),
+        ("preempted", f"{view.preemptions}x total, {view.preemptions_24h}x in the last 24h"),
         ("checkpoint", fmt_time(j.last_checkpoint_time)),
-        ("exempt", f"until {fmt_time(j.exempt_until)}" if j.exempt_at(now) else "no"),
+        ("exempt", f"until {fmt_time(j.exempt_until)}" if exempt else "no"),
     ]
-    if lost is not None:
-        rows.append(("if preempted now", f"loses {lost / 3600:.2f} GPU-hours"))
-    if guard is not None:
-        rows.append(("protected", guard["detail"]))
+    if view.gpu_seconds_lost_if_preempted is not None:
+        rows.append(("if preempted now", f"loses {view.gpu_seconds_lost_if_preempted / 3600:.2f} GPU-hours"))
+    if view.protection is not None:
+        rows.append(("protected", view.protection[1]))
     if j.comment:
         rows.append(("comment", j.comment))
-    rows.append(("policy", cluster.policy_source.source))
-    for key, value in rows:
+    rows.append(("policy", view.policy_source))
+    return rows
+
+
+@click.command("job")
+@job_argument()
+@global_options
+@pass_app
+def job(app: App, job_id: str) -> None:
+    """Everything about one job, and why it is pending."""
+    cluster = app.cluster
+    snapshot = cluster.snapshot(ledger=False)  # a queued job needs no ledger; a finished one is read with it
+    if (seen := snapshot.job(job_id)) is None or seen.state not in QUEUED_STATES:
+        snapshot = cluster.refresh()
+    view = job_view(cluster, snapshot, job_id)
+    cls = view.job_class
+    if app.output == "json":
+        emit_json(
+            {
+                "cluster": view.cluster,
+                "taken_at": format_time(view.taken_at),
+                "job": _document(view),
+                "class": {"name": cls.name, "priority": cls.priority, "preemptible": cls.preemptible,
+                          "target_p95_s": cls.target_p95_s, "max_wait_s": cls.max_wait_s},  # fmt: skip
+                "explanation": list(view.explanation),
+                "protection": None if view.protection is None
+                else {"reason": view.protection[0].value, "detail": view.protection[1]},
+                "gpu_seconds_lost_if_preempted": view.gpu_seconds_lost_if_preempted,
+            }
+        )
+        return
+    if app.output == "csv":
+        doc = _document(view)
+        emit_csv(("field", "value"), ((k, " ".join(map(str, v)) if isinstance(v, list) else v) for k, v in doc.items()))
+        return
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    for key, value in _rows(view):
         grid.add_row(key, value)
     console = make_console(app)
     console.print(grid)
-    title = "why pending" if j.is_pending else "status"
-    console.print(f"\n[bold]{title}[/]")
-    for line in explanation:
+    console.print(f"\n[bold]{'why pending' if view.job.is_pending else 'status'}[/]")
+    for line in view.explanation:
         console.print(f"  - {line}", markup=False)

@@ -24,8 +24,8 @@ __all__ = ["GpuqGroup", "cli", "main"]
 
 
 #: Command name -> "module:attribute". A command's module is imported when the command is looked
-#: up (`gpuq queue` loads only gpuq.cli.queue), not when gpuq starts: importing all of them cost
-#: ~16 ms of every invocation, most of it compiling modules where no bytecode cache is written.
+#: up (`gpuq queue` loads only gpuq.cli.queue), not when gpuq starts: every invocation would pay
+#: for importing all of them, most of it compiling modules where no bytecode cache is written.
 _COMMANDS: dict[str, str] = {
     "overview": "gpuq.cli.overview:overview",
     "queue": "gpuq.cli.queue:queue",
@@ -85,9 +85,9 @@ def cli(ctx: click.Context) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (`gpuq = "gpuq.cli.main:main"`)."""
-    # A command runs for a moment and builds hundreds of thousands of acyclic objects (jobs, rows,
-    # JSON dicts); the cyclic collector would rescan them over and over (half the time of
-    # `queue -o json` on 200,000 jobs). Memory is returned by reference counting; `tui` re-enables it.
+    # A command runs for a moment and builds hundreds of thousands of acyclic objects (rows, the
+    # containers inside jobs); the cyclic collector would rescan them over and over for nothing.
+    # Memory is returned by reference counting; `tui` re-enables the collector.
     gc.disable()
     try:
         cli.main(args=argv, prog_name="gpuq", complete_var="_GPUQ_COMPLETE")

@@ -12,73 +12,49 @@ what each would preempt, and the latest preemptions.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.preemptions import preemption_events
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, make_console, make_table
-from gpuq.model import JobState, Snapshot
+from gpuq.cli.preemptions import event_document
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_console, make_table
 from gpuq.timefmt import format_time
+from gpuq.views.overview import OverviewView, TopPending, overview_view
 
 __all__ = ["overview", "overview_document"]
 
 
-def overview_document(app: App, snapshot: Snapshot, top: int) -> dict[str, Any]:
-    """The overview as data; tables and JSON both render this."""
-    from gpuq.policy.engine import free_gpus, plan_preemption, request_for_job
-    from gpuq.policy.explain import pending_order
-
-    cluster = app.cluster
-    now = cluster.now(snapshot)
-    usable = {n.name for n in snapshot.nodes if n.state.takes_work}
-    total = sum(n.gpus for n in snapshot.nodes)
-    free = sum(free_gpus(snapshot).values())
-    unavailable = sum(n.gpus for n in snapshot.nodes if n.name not in usable)
-    states = Counter(job.state.value for job in snapshot.jobs)
-    sla = cluster.sla(snapshot, None)
-    pending = [j for j in snapshot.jobs if j.state is JobState.PENDING]
-    ranked = sorted(pending, key=pending_order(snapshot, cluster.policy, now))[:top]
-    top_pending = []
-    for job in ranked:
-        # gpuq's own plan only: asking the native scheduler five times would make this screen slow.
-        plan = plan_preemption(snapshot, cluster.policy, request_for_job(job), now)
-        top_pending.append(
-            {
-                "id": job.id,
-                "gpus": job.gpus,
-                "class": job.job_class,
-                "tenant": job.tenant,
-                "effective_priority": cluster.effective_priority(snapshot, job),
-                "wait_s": job.wait_s(now),
-                "fits_now": plan.fits_without_preemption,
-                "would_preempt": plan.would_preempt,
-                "victims": [v.job_id for v in plan.victims],
-                "blocked": plan.blocked,
-            }
-        )
+def overview_document(view: OverviewView) -> dict[str, Any]:
+    """The overview as the JSON document (tables render the same view)."""
+    cap = view.capacity
     return {
-        "cluster": snapshot.cluster,
-        "backend": snapshot.backend,
-        "taken_at": format_time(snapshot.taken_at),
-        "gpus": {"total": total, "busy": total - unavailable - free, "free": free, "unavailable": unavailable},
-        "jobs": dict(sorted(states.items())),
+        "cluster": view.cluster,
+        "backend": view.backend,
+        "taken_at": format_time(view.taken_at),
+        "gpus": {"total": cap.total, "busy": cap.busy, "free": cap.free, "unavailable": cap.unavailable},
+        "jobs": view.jobs,
         "sla": {
-            name: {
-                "p95_incl_pending_s": stats.p95_incl_pending_s,
-                "target_p95_s": stats.target_p95_s,
-                "breach": stats.breach,
-                "pending": stats.pending,
-            }
-            for name, stats in sorted(sla.classes.items())
+            name: {"p95_incl_pending_s": s.p95_incl_pending_s, "target_p95_s": s.target_p95_s, "breach": s.breach,
+                   "pending": s.pending}  # fmt: skip
+            for name, s in view.sla.items()
         },
-        "top_pending": top_pending,
-        "recent_preemptions": [
-            {**e, "time": format_time(float(e["time"]))} for e in preemption_events(snapshot)[:top]
+        "top_pending": [
+            {"id": t.id, "gpus": t.gpus, "class": t.job_class, "tenant": t.tenant,
+             "effective_priority": t.effective_priority, "wait_s": t.wait_s, "fits_now": t.fits_now,
+             "would_preempt": t.would_preempt, "victims": list(t.victims), "blocked": t.blocked}  # fmt: skip
+            for t in view.top_pending
         ],
+        "recent_preemptions": [event_document(e) for e in view.recent_preemptions],
     }
+
+
+def _next(row: TopPending) -> str:
+    if row.fits_now:
+        return "fits on free GPUs"
+    if row.would_preempt:
+        return "would preempt " + ", ".join(row.victims)
+    return f"blocked: {row.blocked}" if row.blocked else "waiting"
 
 
 @click.command("overview")
@@ -88,52 +64,41 @@ def overview_document(app: App, snapshot: Snapshot, top: int) -> dict[str, Any]:
 @pass_app
 def overview(app: App, top: int) -> None:
     """Capacity, SLA per class, the most urgent pending jobs and the latest preemptions."""
-    snapshot = app.cluster.snapshot()
-    doc = overview_document(app, snapshot, top)
+    view = overview_view(app.cluster, app.cluster.snapshot(), top=top)
     if app.output == "json":
-        emit_json(doc)
+        emit_json(overview_document(view))
         return
     if app.output == "csv":
         # One flat table is what a spreadsheet wants: the per-class SLA lines.
         emit_csv(
             ("class", "pending", "p95_incl_pending_s", "target_p95_s", "breach"),
-            ([name, s["pending"], s["p95_incl_pending_s"], s["target_p95_s"], s["breach"]]
-             for name, s in doc["sla"].items()),
+            ([name, s.pending, s.p95_incl_pending_s, s.target_p95_s, s.breach] for name, s in view.sla.items()),
         )
         return
     console = make_console(app)
-    gpus = doc["gpus"]
-    busy_pct = 100.0 * gpus["busy"] / max(1, gpus["total"] - gpus["unavailable"])
-    jobs = ", ".join(f"{count} {state}" for state, count in doc["jobs"].items())
+    cap = view.capacity
+    jobs = ", ".join(f"{count} {state}" for state, count in view.jobs.items())
     console.print(
-        f"[bold]{doc['cluster']}[/] ({doc['backend']}) at {doc['taken_at']}: "
-        f"{gpus['busy']}/{gpus['total']} GPUs busy ({busy_pct:.0f}%), {gpus['free']} free, "
-        f"{gpus['unavailable']} down or draining; jobs: {jobs or 'none'}"
+        f"[bold]{view.cluster}[/] ({view.backend}) at {format_time(view.taken_at)}: "
+        f"{cap.busy}/{cap.total} GPUs busy ({100 * cap.busy_share:.0f}%), {cap.free} free, "
+        f"{cap.unavailable} down or draining; jobs: {jobs or 'none'}"
     )
     sla = make_table("SLA (P95 including pending jobs)", ["CLASS", "PENDING", "P95", "TARGET", "SLA"],
-                     right=("PENDING", "P95", "TARGET"))
-    for name, s in doc["sla"].items():
-        verdict = "" if s["target_p95_s"] is None else ("[bold red]BREACH[/]" if s["breach"] else "[green]ok[/]")
-        sla.add_row(name, str(s["pending"]), fmt_duration(s["p95_incl_pending_s"]),
-                    fmt_duration(s["target_p95_s"]), verdict)
+                     right=("PENDING", "P95", "TARGET"))  # fmt: skip
+    for name, s in view.sla.items():
+        verdict = "" if s.target_p95_s is None else ("[bold red]BREACH[/]" if s.breach else "[green]ok[/]")
+        sla.add_row(name, str(s.pending), fmt_duration(s.p95_incl_pending_s), fmt_duration(s.target_p95_s), verdict)
     console.print(sla)
     top_table = make_table("Most urgent pending jobs", ["JOB", "CLASS", "GPUS", "EFF", "WAIT", "NEXT"],
-                           right=("GPUS", "EFF", "WAIT"))
-    for row in doc["top_pending"]:
-        if row["fits_now"]:
-            nxt = "fits on free GPUs"
-        elif row["would_preempt"]:
-            nxt = "would preempt " + ", ".join(row["victims"])
-        else:
-            nxt = f"blocked: {row['blocked']}" if row["blocked"] else "waiting"
-        top_table.add_row(row["id"], row["class"], str(row["gpus"]), f"{row['effective_priority']:g}",
-                          fmt_duration(row["wait_s"]), nxt)
+                           right=("GPUS", "EFF", "WAIT"))  # fmt: skip
+    for row in view.top_pending:
+        top_table.add_row(row.id, row.job_class, str(row.gpus), f"{row.effective_priority:g}",
+                          fmt_duration(row.wait_s), _next(row))  # fmt: skip
     console.print(top_table)
     events = make_table("Recent preemptions", ["TIME", "VICTIM", "BY", "GPUS", "GPU-H LOST", "MODE"],
-                        right=("GPUS", "GPU-H LOST"))
-    for e in doc["recent_preemptions"]:
-        lost = e["gpu_seconds_lost"]
-        events.add_row(fmt_time(None) if e["time"] is None else e["time"], str(e["victim"]),
-                       str(e["preemptor"] or "-"), str(e["gpus"]),
-                       "-" if lost is None else f"{lost / 3600:.1f}", str(e["mode"] or "-"))
+                        right=("GPUS", "GPU-H LOST"))  # fmt: skip
+    for e in view.recent_preemptions:
+        lost = e.gpu_seconds_lost
+        events.add_row(format_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
+                       "-" if lost is None else f"{lost / 3600:.1f}", e.mode or "-")  # fmt: skip
     console.print(events)

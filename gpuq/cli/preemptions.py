@@ -14,45 +14,16 @@ from typing import Any
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_table, natural_key
-from gpuq.model import DAY_S, Snapshot
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_console, make_table
 from gpuq.timefmt import format_time
+from gpuq.views.preemptions import LedgerEvent, ledger_view
 
-__all__ = ["preemption_events", "preemptions"]
+__all__ = ["event_document", "preemptions"]
 
 
-def preemption_events(snapshot: Snapshot) -> list[dict[str, Any]]:
-    """Every preemption event, newest first."""
-    events: list[dict[str, Any]]
-    if snapshot.preemption_events:
-        events = [
-            {
-                "time": e.time,
-                "victim": e.victim,
-                "preemptor": e.preemptor,
-                "gpus": e.gpus,
-                "gpu_seconds_lost": e.gpu_seconds_lost,
-                "mode": e.mode,
-                "reason": e.reason,
-            }
-            for e in snapshot.preemption_events
-        ]
-    else:
-        events = [
-            {
-                "time": t,
-                "victim": j.id,
-                "preemptor": None,
-                "gpus": j.gpus,
-                "gpu_seconds_lost": None,
-                "mode": None,
-                "reason": "",
-            }
-            for j in snapshot.jobs
-            for t in j.preemption_times
-        ]
-    events.sort(key=lambda e: (-float(e["time"]), natural_key(str(e["victim"]))))
-    return events
+def event_document(e: LedgerEvent) -> dict[str, Any]:
+    return {"time": format_time(e.time), "victim": e.victim, "preemptor": e.preemptor, "gpus": e.gpus,
+            "gpu_seconds_lost": e.gpu_seconds_lost, "mode": e.mode, "reason": e.reason}  # fmt: skip
 
 
 @click.command("preemptions")
@@ -61,79 +32,48 @@ def preemption_events(snapshot: Snapshot) -> list[dict[str, Any]]:
 @pass_app
 def preemptions(app: App, limit: int) -> None:
     """Per-job preemption counts (total / last 24h) and the most recent preemption events."""
-    snapshot = app.cluster.snapshot()
-    now = app.cluster.now(snapshot)
-    jobs = [j for j in snapshot.jobs if j.preemption_times]
-    counted = [(j, len(j.preemption_times), j.preemptions_since(now - DAY_S, now)) for j in jobs]
-    counted.sort(key=lambda c: (-c[2], -c[1], natural_key(c[0].id)))
-    events = preemption_events(snapshot)[:limit]
+    view = ledger_view(app.cluster.snapshot(), limit=limit)
     if app.output == "json":
         emit_json(
             {
-                "cluster": snapshot.cluster,
-                "taken_at": format_time(snapshot.taken_at),
+                "cluster": view.cluster,
+                "taken_at": format_time(view.taken_at),
                 "jobs": [
                     {
-                        "id": j.id,
-                        "name": j.name,
-                        "user": j.user,
-                        "tenant": j.tenant,
-                        "class": j.job_class,
-                        "state": j.state.value,
-                        "preemptions": total,
-                        "preemptions_24h": day,
-                        "last_preempted": format_time(max(j.preemption_times)),
-                    }
-                    for j, total, day in counted
+                        "id": r.job.id, "name": r.job.name, "user": r.job.user, "tenant": r.job.tenant,
+                        "class": r.job.job_class, "state": r.job.state.value, "preemptions": r.total,
+                        "preemptions_24h": r.last_24h, "last_preempted": format_time(r.last),
+                    }  # fmt: skip
+                    for r in view.jobs
                 ],
-                "events": [{**e, "time": format_time(e["time"])} for e in events],
+                "events": [event_document(e) for e in view.events],
             }
         )
         return
     if app.output == "csv":
         emit_csv(
             ("id", "user", "tenant", "class", "state", "preemptions", "preemptions_24h", "last_preempted"),
-            (
-                [j.id, j.user, j.tenant, j.job_class, j.state.value, total, day, format_time(max(j.preemption_times))]
-                for j, total, day in counted
-            ),
-        )
+            ([r.job.id, r.job.user, r.job.tenant, r.job.job_class, r.job.state.value, r.total, r.last_24h,
+              format_time(r.last)] for r in view.jobs),
+        )  # fmt: skip
         return
     jobs_table = make_table(
-        f"{snapshot.cluster} at {format_time(snapshot.taken_at)}: {len(counted)} jobs preempted at least once",
+        f"{view.cluster} at {format_time(view.taken_at)}: {len(view.jobs)} jobs preempted at least once",
         ["ID", "USER", "TENANT", "CLASS", "STATE", "24H", "TOTAL", "LAST"],
         right=("24H", "TOTAL"),
     )
-    for j, total, day in counted:
-        last = max(j.preemption_times)
-        jobs_table.add_row(
-            j.id,
-            j.user,
-            j.tenant,
-            j.job_class,
-            j.state.value,
-            str(day),
-            str(total),
-            f"{format_time(last)} ({fmt_duration(now - last)} ago)",
-        )
+    for r in view.jobs:
+        jobs_table.add_row(r.job.id, r.job.user, r.job.tenant, r.job.job_class, r.job.state.value, str(r.last_24h),
+                           str(r.total), f"{format_time(r.last)} ({fmt_duration(r.since_last_s)} ago)")  # fmt: skip
     events_table = make_table(
-        f"last {len(events)} preemption events",
+        f"last {len(view.events)} preemption events",
         ["TIME", "VICTIM", "BY", "GPUS", "GPU-H LOST", "MODE", "REASON"],
         right=("GPUS", "GPU-H LOST"),
     )
-    for e in events:
-        lost = e["gpu_seconds_lost"]
-        events_table.add_row(
-            format_time(e["time"]),
-            e["victim"],
-            e["preemptor"] or "-",
-            str(e["gpus"]),
-            "-" if lost is None else f"{lost / 3600:.2f}",
-            e["mode"] or "-",
-            e["reason"] or "",
-        )
-    from gpuq.cli.render import make_console
-
+    for e in view.events:
+        lost = e.gpu_seconds_lost
+        events_table.add_row(format_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
+                             "-" if lost is None else f"{lost / 3600:.2f}", e.mode or "-", e.reason or "")  # fmt: skip
     console = make_console(app)
     console.print(jobs_table)
     console.print(events_table)

@@ -3,28 +3,25 @@
 `-o json` → `{"would_preempt", "fits_without_preemption", "feasible", "request": {...}, "nodes",
 "victims": [{"id", "nodes", "gpus", "gpu_seconds_lost", "cost", "effective_priority", "reason":
 "chosen", "detail"}], "spared": [{"id", "reason", "detail"}], "freed_gpus", "total_cost",
-"blocked", "notes"}` plus `"native": {"would_preempt", "nodes", "victims", "notes"}` when the
-backend can predict its own scheduler. Exit 0 whether or not it would preempt; 1 only when the
-request can never be met.
+"blocked", "notes"}` plus `"native": {"would_preempt", "nodes", "victims": [{"id", "nodes", "gpus",
+"priority", "reason", …}], "notes"}` when the backend can predict its own scheduler. Exit 0
+whether or not it would preempt; 1 only when the request can never be met.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import click
 
 from gpuq.cli.options import App, global_options, job_argument, pass_app
 from gpuq.cli.render import emit_csv, emit_json, make_console, make_table, warn
-
-if TYPE_CHECKING:
-    from gpuq.service import Preview
+from gpuq.views.preview import PreviewView, from_preview
 
 __all__ = ["preview", "show_preview"]
 
 
-def show_preview(app: App, result: Preview, *, heading: str | None = None) -> None:
+def show_preview(app: App, view: PreviewView, *, heading: str | None = None) -> None:
     """Render a preview in the chosen format (shared with `gpuq bump`)."""
+    result = view.preview
     plan = result.plan
     if app.output == "json":
         emit_json(result.to_dict())
@@ -33,29 +30,15 @@ def show_preview(app: App, result: Preview, *, heading: str | None = None) -> No
         emit_csv(
             ("id", "decision", "reason", "nodes", "gpus", "gpu_seconds_lost", "cost", "detail"),
             [
-                *(
-                    [
-                        v.job_id,
-                        "preempt",
-                        v.reason.value,
-                        " ".join(v.nodes),
-                        v.gpus,
-                        round(v.gpu_seconds_lost, 3),
-                        round(v.cost, 3),
-                        v.detail,
-                    ]
-                    for v in plan.victims
-                ),
-                *(
-                    [s.job_id, "spare", s.reason.value, " ".join(s.nodes), s.gpus, None, None, s.detail]
-                    for s in plan.spared
-                ),
+                *([v.job_id, "preempt", v.reason.value, " ".join(v.nodes), v.gpus, round(v.gpu_seconds_lost, 3),
+                   round(v.cost, 3), v.detail] for v in plan.victims),
+                *([s.job_id, "spare", s.reason.value, " ".join(s.nodes), s.gpus, None, None, s.detail]
+                  for s in plan.spared),
             ],
-        )
+        )  # fmt: skip
         return
     console = make_console(app)
-    req = plan.request
-    who = f"job {req.job_id}" if req.job_id else f"a {req.gpus}-GPU request"
+    who = view.who
     if heading:
         console.print(heading, markup=False)
     if not plan.feasible:
@@ -66,7 +49,7 @@ def show_preview(app: App, result: Preview, *, heading: str | None = None) -> No
         console.print(
             f"[yellow]would preempt {len(plan.victims)} job(s)[/] on {', '.join(plan.nodes)} for {who} "
             f"(effective priority {plan.effective_priority:g}): frees {plan.freed_gpus} GPUs, "
-            f"loses {sum(v.gpu_seconds_lost for v in plan.victims) / 3600:.2f} GPU-hours, cost {plan.total_cost:g}"
+            f"loses {view.gpu_hours_at_risk:.2f} GPU-hours, cost {plan.total_cost:g}"
         )
     else:
         console.print(f"[yellow]would not preempt now[/]: {plan.blocked or 'no eligible victims'}")
@@ -77,14 +60,8 @@ def show_preview(app: App, result: Preview, *, heading: str | None = None) -> No
             right=("GPUS", "GPU-H LOST", "COST", "EFF PRIO"),
         )
         for v in plan.victims:
-            table.add_row(
-                v.job_id,
-                ",".join(v.nodes),
-                str(v.gpus),
-                f"{v.gpu_seconds_lost / 3600:.2f}",
-                f"{v.cost:g}",
-                f"{v.effective_priority:g}",
-            )
+            table.add_row(v.job_id, ",".join(v.nodes), str(v.gpus), f"{v.gpu_seconds_lost / 3600:.2f}", f"{v.cost:g}",
+                          f"{v.effective_priority:g}")  # fmt: skip
         console.print(table)
     if plan.spared:
         table = make_table("spared", ["ID", "REASON", "DETAIL"])
@@ -97,14 +74,18 @@ def show_preview(app: App, result: Preview, *, heading: str | None = None) -> No
         console.print(f"native scheduler: {result.native_error}", markup=False)
     if result.native is not None:
         native = result.native
-        ids = ", ".join(str(v.get("id")) for v in native.victims) or "nothing"
+        ids = ", ".join(v.id for v in native.victims) or "nothing"
         console.print(
             f"native scheduler: would {'preempt ' + ids if native.would_preempt else 'not preempt'}"
             + (f" on {', '.join(native.nodes)}" if native.nodes else ""),
             markup=False,
         )
+        for victim in native.victims:
+            console.print(f"  {victim.id}: {victim.reason}", markup=False)
         for note in native.notes:
             console.print(f"  {note}", markup=False)
+        if view.differs:
+            console.print(f"  where they differ: {view.differs}", markup=False)
 
 
 @click.command("preview")
@@ -113,6 +94,8 @@ def show_preview(app: App, result: Preview, *, heading: str | None = None) -> No
 @click.option("--priority", type=int, help="What-if priority (with JOB: preview the job at this priority).")
 @click.option("--class", "job_class", metavar="CLASS", help="What-if: the request's class (default priority).")
 @click.option("--tenant", metavar="TENANT", help="What-if: the request's tenant (urgent quota).")
+@click.option("--qos", metavar="QOS", help="What-if on Slurm: the QOS the job would be submitted with.")
+@click.option("--partition", metavar="PARTITION", help="What-if on Slurm: the partition it would be submitted to.")
 @click.option("--urgent", is_flag=True, help="Preview at manual-urgent priority.")
 @global_options
 @pass_app
@@ -123,6 +106,8 @@ def preview(
     priority: int | None,
     job_class: str | None,
     tenant: str | None,
+    qos: str | None,
+    partition: str | None,
     urgent: bool,
 ) -> None:
     """Which running jobs JOB (or a what-if request) would preempt now, and why others are spared.
@@ -131,28 +116,33 @@ def preview(
     gpuq preview 1234                       a pending job as it stands
     gpuq preview 1234 --priority 900        the same job after a bump
     gpuq preview --gpus 8 --priority 500 [--class C --tenant T]
+    gpuq preview --gpus 4 --qos urgent [--partition gpu]     (Slurm)
     """
-    from gpuq.backends.base import PreviewRequest
-
+    cluster = app.cluster
+    snapshot = cluster.snapshot()
+    hints = {key: value for key, value in (("qos", qos), ("partition", partition)) if value}
     if job_id is not None:
-        if gpus is not None or job_class is not None or tenant is not None:
-            raise click.UsageError("give either JOB or --gpus/--class/--tenant, not both")
-        cluster = app.cluster
-        job = cluster.job(job_id)
+        if gpus is not None or job_class is not None or tenant is not None or hints:
+            raise click.UsageError("give either JOB or --gpus/--class/--tenant/--qos/--partition, not both")
+        job = cluster.job(job_id, snapshot)
         if not job.is_pending:
             warn(f"job {job.id} is {job.state.value}, not pending: showing what it would preempt if queued now")
-        request = PreviewRequest(gpus=job.gpus, priority=priority, urgent=urgent, job_id=job.id)
+        request = cluster.job_request(job.id, snapshot, priority=priority, urgent=urgent)
     else:
         if gpus is None:
             raise click.UsageError("give a JOB or --gpus N (with --priority P, --class C or --urgent)")
-        if priority is None and job_class is None and not urgent:
-            raise click.UsageError("a what-if request needs --priority P, --class C (its default priority) or --urgent")
-        request = PreviewRequest(gpus=gpus, priority=priority, job_class=job_class, tenant=tenant, urgent=urgent)
-    result = app.cluster.preview(request)
-    show_preview(app, result)
-    if not result.plan.feasible:
+        if priority is None and job_class is None and not urgent and not hints:
+            raise click.UsageError(
+                "a what-if request needs --priority P, --class C (its default priority), --qos Q or --urgent"
+            )
+        request = cluster.what_if_request(snapshot, gpus=gpus, priority=priority, job_class=job_class, tenant=tenant,
+                                          urgent=urgent, hints=hints)  # fmt: skip
+    view = from_preview(cluster.preview(request, snapshot))
+    show_preview(app, view)
+    if not view.preview.plan.feasible:
         if app.output != "table":
             click.echo(
-                f"gpuq: never feasible: {result.plan.blocked or 'the cluster cannot place this request'}", err=True
+                f"gpuq: never feasible: {view.preview.plan.blocked or 'the cluster cannot place this request'}",
+                err=True,
             )
         raise click.exceptions.Exit(1)

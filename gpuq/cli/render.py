@@ -1,7 +1,7 @@
 """Output helpers: JSON (stable documents), CSV (csv module) and Rich tables (imported lazily).
 
 Rich is imported only when a table is drawn, so `-o json` and `-o csv` never pay for it; csv
-only when CSV is written (7 ms of start-up where no bytecode cache is written).
+only when CSV is written.
 """
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
+import msgspec
 
 from gpuq.timefmt import format_duration, format_time
 
@@ -23,30 +25,34 @@ if TYPE_CHECKING:
     from gpuq.cli.options import App
 
 __all__ = [
-    "changes",
-    "describe_value",
     "emit_csv",
     "emit_json",
+    "emit_json_bytes",
     "fmt_duration",
     "fmt_time",
     "make_console",
     "make_table",
-    "natural_key",
     "print_table",
     "warn",
     "write_bytes",
 ]
 
 
+def _plain(value: Any) -> Any:
+    """What JSON cannot hold natively, as text (msgspec handles datetimes, enums and structs)."""
+    return str(value)
+
+
 def emit_json(doc: Any) -> None:
-    """One JSON document on stdout: indented on a terminal, compact in a pipe (same content).
+    """One JSON document on stdout: indented on a terminal, compact in a pipe (same content)."""
+    emit_json_bytes(msgspec.json.encode(doc, enc_hook=_plain) + b"\n")
 
-    orjson (a gpuq dependency) keeps `queue -o json` on 200,000 jobs well inside its budget.
-    """
-    import orjson
 
-    option = orjson.OPT_INDENT_2 if sys.stdout.isatty() else 0
-    write_bytes(orjson.dumps(doc, option=option | orjson.OPT_APPEND_NEWLINE, default=str))
+def emit_json_bytes(data: bytes) -> None:
+    """An encoded JSON document (with its newline), indented first when stdout is a terminal."""
+    if sys.stdout.isatty():
+        data = msgspec.json.format(data, indent=2)
+    write_bytes(data)
 
 
 def write_bytes(data: bytes) -> None:
@@ -96,23 +102,10 @@ def make_console(app: App) -> Console:
 #: ids, states and numbers are never wrapped, so a row always stays readable.
 SOFT_COLUMNS = frozenset(
     {
-        "NAME",
-        "USER",
-        "TENANT",
-        "CLASS",
-        "NODES",
-        "NOTE",
-        "DETAIL",
-        "REASON",
-        "CHANGE",
-        "UNPLACED",
-        "OPERATOR",
-        "LAST",
-        "MODEL",
-        "BY",
-        "CLUSTER",
+        "NAME", "USER", "TENANT", "CLASS", "NODES", "NOTE", "DETAIL", "REASON", "CHANGE", "UNPLACED", "OPERATOR",
+        "LAST", "MODEL", "BY", "CLUSTER",
     }
-)
+)  # fmt: skip
 
 
 def make_table(title: str | None, columns: Sequence[str], *, right: Iterable[str] = ()) -> Table:
@@ -137,48 +130,9 @@ def print_table(app: App, table: Table) -> None:
     make_console(app).print(table)
 
 
-def describe_value(value: Any) -> str:
-    """A before/after value for people: epoch floats (e.g. `exempt_until`) as RFC 3339 times."""
-    if isinstance(value, float) and value > 1e9:
-        return format_time(value)
-    return "-" if value is None else str(value)
-
-
-def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(key, before, after) for every key whose value an action changed."""
-    return [
-        (key, describe_value(before.get(key)), describe_value(after.get(key)))
-        for key in sorted(set(before) | set(after))
-        if before.get(key) != after.get(key)
-    ]
-
-
-def fmt_time(epoch: float | None) -> str:
-    return "-" if epoch is None else format_time(epoch)
+def fmt_time(moment: datetime | float | None) -> str:
+    return "-" if moment is None else format_time(moment)
 
 
 def fmt_duration(seconds: float | None) -> str:
     return format_duration(seconds)
-
-
-def natural_key(job_id: str) -> tuple[Any, ...]:
-    """Sort `9` before `10` and `123_4` after `123_3`, whatever mix of digits and text ids use."""
-    parts: list[Any] = []
-    number = ""
-    text = ""
-    for ch in job_id:
-        if ch.isdigit():
-            if text:
-                parts.append((1, text, 0))
-                text = ""
-            number += ch
-        else:
-            if number:
-                parts.append((0, "", int(number)))
-                number = ""
-            text += ch
-    if number:
-        parts.append((0, "", int(number)))
-    if text:
-        parts.append((1, text, 0))
-    return tuple(parts)

@@ -7,17 +7,17 @@ it covers every job in the snapshot.
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
 from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_table, print_table
 from gpuq.timefmt import format_time, parse_duration
+from gpuq.views.sla import sla_view
 
 __all__ = ["sla"]
 
 _FIELDS = ("count", "pending", "p50_s", "p95_s", "p99_s", "max_s", "p95_incl_pending_s", "target_p95_s", "breach")
+_VERDICTS = {"breach": "[bold red]BREACH[/]", "ok": "[green]ok[/]", "": ""}
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -40,29 +40,22 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @pass_app
 def sla(app: App, since: float | None) -> None:
     """Queue-wait P50/P95/P99/max per class against each class's target P95."""
-    cluster = app.cluster
-    snapshot = cluster.snapshot()
-    doc: dict[str, Any] = cluster.sla(snapshot, since).to_dict()
+    view = sla_view(app.cluster, app.cluster.snapshot(), since)
     if app.output == "json":
-        emit_json(doc)
+        emit_json(view.report.to_dict())
         return
-    rows = [("(all)", doc["overall"])] + list(doc["classes"].items())
     if app.output == "csv":
-        emit_csv(("class", *_FIELDS), ([name, *(stats[f] for f in _FIELDS)] for name, stats in rows))
+        emit_csv(("class", *_FIELDS), ([r.name, *(getattr(r.stats, f) for f in _FIELDS)] for r in view.rows))
         return
-    window = f"since {doc['since']}" if doc["since"] else "all jobs"
+    window = f"since {format_time(view.report.since)}" if view.report.since is not None else "all jobs"
     table = make_table(
-        f"{snapshot.cluster} at {format_time(snapshot.taken_at)}: queue waits, {window}",
+        f"{view.cluster} at {format_time(view.taken_at)}: queue waits, {window}",
         ["CLASS", "STARTED", "PENDING", "P50", "P95", "P99", "MAX", "P95+PENDING", "TARGET", "SLA"],
         right=("STARTED", "PENDING", "P50", "P95", "P99", "MAX", "P95+PENDING", "TARGET"),
     )
-    for name, s in rows:
-        verdict = "" if s["target_p95_s"] is None else ("[bold red]BREACH[/]" if s["breach"] else "[green]ok[/]")
-        table.add_row(
-            name,
-            str(s["count"]),
-            str(s["pending"]),
-            *(fmt_duration(s[k]) for k in ("p50_s", "p95_s", "p99_s", "max_s", "p95_incl_pending_s", "target_p95_s")),
-            verdict,
-        )
+    for row in view.rows:
+        s = row.stats
+        durations = (s.p50_s, s.p95_s, s.p99_s, s.max_s, s.p95_incl_pending_s, s.target_p95_s)
+        table.add_row(row.name, str(s.count), str(s.pending), *(fmt_duration(d) for d in durations),
+                      _VERDICTS[row.verdict])  # fmt: skip
     print_table(app, table)

@@ -17,7 +17,7 @@ def snapshot(app: App) -> None:
     """Write the cluster's state as gpuq.snapshot/v1 JSON (any -o is ignored: always JSON)."""
     import io
 
-    from gpuq.snapshot_io import write_snapshot
+    from gpuq.model.codec import write_snapshot
 
     buffer = io.BytesIO()
     write_snapshot(app.cluster.snapshot(), buffer)

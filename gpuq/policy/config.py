@@ -81,13 +81,9 @@ class Policy:
         return self.default_aging_rate
 
     def tenant_urgent_quota(self, tenant: str) -> int:
-        """GPUs the tenant may hold at manual-urgent priority; 0 means unlimited."""
+        """GPUs the tenant may hold at manual-urgent priority; 0 means unlimited
+        (`rules.over_urgent_quota` applies it)."""
         return self.urgent_quota.get(tenant, self.urgent_quota_default)
-
-    def exceeds_urgent_quota(self, tenant: str, held: int, gpus: int) -> bool:
-        """Would `gpus` more urgent GPUs take `tenant` (holding `held`) past its urgent quota?"""
-        quota = self.tenant_urgent_quota(tenant)
-        return quota > 0 and held + gpus > quota
 
 
 DEFAULT_POLICY = Policy()

@@ -4,7 +4,8 @@ Over the candidate nodes, the victim set of least key
 
     (total cost, number of victims, highest victim priority, −Σ start times, sorted ids, node)
 
-(policy model, "Victim choice"; costs rounded to 6 decimals so float sums compare stably). The
+(policy model, "Victim choice"; costs rounded to 6 decimals so float sums compare stably; ids
+compare in gpuq's one job-id order, `model.job_id_key`). The
 policy engine wraps it with protections and explanations; the simulator calls it directly in its
 hot loop, on numbers it keeps up to date, so both always pick the same victims.
 """
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from gpuq.model import JobIdKey
+
 __all__ = ["Best", "Item", "best_single_node", "search_node"]
 
 _EPS = 1e-6
 
-#: (cost, job id, GPUs the job holds on this node, effective priority, start time)
-Item = tuple[float, str, int, float, float]
+#: (cost, job-id key, GPUs the job holds on this node, effective priority, start time, job id)
+Item = tuple[float, JobIdKey, int, float, float, str]
 
 
 class Best:

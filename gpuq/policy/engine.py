@@ -6,35 +6,42 @@ Pure: takes (snapshot, policy, request, now) and returns a Plan; never reads the
   set over all nodes, with the tie-breaks of the policy model. Each node has at most a few dozen
   jobs, so an exhaustive branch-and-bound over minimal covers per node is cheap; nodes are visited
   in order of a cost lower bound so that large clusters examine only a handful, and on large
-  clusters only the nodes whose bound can matter are costed at all (`_PrunedOrder`).
+  clusters only the nodes whose bound can matter are costed at all (`pruning.PrunedOrder`).
 - Multi-node requests get a valid cost-greedy plan: cheapest GPUs first, then redundant victims
   dropped, most expensive first.
+
+Every number comes from the rule kernel (`rules`); the node bound keeps an inline copy of the
+commonest victim's cost for speed, checked against the kernel by tests/policy/test_rule_copies.py.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from gpuq.model import Job, JobClass, JobState, Node, Snapshot
+from gpuq.model import Job, JobClass, JobIdKey, JobState, Node, PreviewRequest, Snapshot, job_id_key
 from gpuq.policy.config import Policy
 from gpuq.policy.cover import Best, Item, search_node
+from gpuq.policy.plan import Candidate, Plan
+from gpuq.policy.pruning import PrunedOrder
 from gpuq.policy.rules import (
     Reason,
     effective_priority,
+    effective_priority_of,
     gpu_seconds_lost,
-    loss_start,
+    outranks,
+    over_urgent_quota,
     protection,
+    requester_priority_of,
+    victim_cost_of,
 )
 
 __all__ = [
     "Candidate",
     "Plan",
     "Reason",
-    "Request",
     "class_of",
     "free_gpus",
     "plan_preemption",
@@ -42,85 +49,6 @@ __all__ = [
 ]
 
 _EPS = 1e-6
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """What the requester needs. `priority` None means the class's default priority."""
-
-    gpus: int
-    priority: int | None = None
-    job_class: str | None = None
-    tenant: str | None = None
-    urgent: bool = False
-    job_id: str | None = None
-    queued_since: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    job_id: str
-    reason: Reason
-    detail: str
-    nodes: tuple[str, ...]
-    gpus: int
-    gpu_seconds_lost: float
-    cost: float
-    effective_priority: float
-
-    def to_dict(self) -> dict[str, Any]:
-        if self.reason is Reason.CHOSEN:
-            return {
-                "id": self.job_id,
-                "nodes": list(self.nodes),
-                "gpus": self.gpus,
-                "gpu_seconds_lost": round(self.gpu_seconds_lost, 3),
-                "cost": round(self.cost, 3),
-                "effective_priority": self.effective_priority,
-                "reason": self.reason.value,
-                "detail": self.detail,
-            }
-        return {"id": self.job_id, "reason": self.reason.value, "detail": self.detail}
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    request: Request
-    effective_priority: float
-    feasible: bool
-    fits_without_preemption: bool
-    would_preempt: bool
-    nodes: tuple[str, ...]
-    victims: tuple[Candidate, ...]
-    spared: tuple[Candidate, ...]
-    freed_gpus: int
-    total_cost: float
-    blocked: str | None = None
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """The `gpuq preview -o json` document (stable interface)."""
-        return {
-            "would_preempt": self.would_preempt,
-            "fits_without_preemption": self.fits_without_preemption,
-            "feasible": self.feasible,
-            "request": {
-                "job_id": self.request.job_id,
-                "gpus": self.request.gpus,
-                "priority": self.request.priority,
-                "class": self.request.job_class,
-                "tenant": self.request.tenant,
-                "urgent": self.request.urgent,
-                "effective_priority": self.effective_priority,
-            },
-            "nodes": list(self.nodes),
-            "victims": [v.to_dict() for v in self.victims],
-            "spared": [s.to_dict() for s in self.spared],
-            "freed_gpus": self.freed_gpus,
-            "total_cost": round(self.total_cost, 3),
-            "blocked": self.blocked,
-            "notes": list(self.notes),
-        }
 
 
 def class_of(snapshot: Snapshot, policy: Policy, name: str) -> JobClass:
@@ -133,15 +61,15 @@ def free_gpus(snapshot: Snapshot) -> dict[str, int]:
     return {n.name: max(0, n.gpus - used.get(n.name, 0)) for n in snapshot.nodes if n.state.takes_work}
 
 
-def request_for_job(job: Job) -> Request:
-    return Request(
+def request_for_job(job: Job) -> PreviewRequest:
+    return PreviewRequest(
         gpus=job.gpus,
         priority=job.priority,
         job_class=job.job_class,
         tenant=job.tenant,
         urgent=job.urgent,
         job_id=job.id,
-        queued_since=job.queued_since if job.state is JobState.PENDING else None,
+        queued_since=job.queued_since.timestamp() if job.state is JobState.PENDING else None,
     )
 
 
@@ -154,6 +82,7 @@ class _Victim:
     lost: float
     priority: float
     protected: tuple[Reason, str] | None
+    idkey: JobIdKey
     on_node: dict[str, int] = field(default_factory=dict)
 
 
@@ -180,14 +109,8 @@ class _Context:
         return found
 
     def running_priority(self, job: Job) -> float:
-        """A victim's effective priority; cheap when its class does not age."""
-        if job.urgent:
-            return float(self.policy.urgent_priority)
-        cls = self.cls(job.job_class)
-        start, max_wait = job.start_time, cls.max_wait_s
-        if max_wait is None or start is None or start - job.queued_since <= max_wait:
-            return float(job.priority)  # earned no aging before it started
-        return effective_priority(job, cls, self.policy, self.now)
+        """A victim's effective priority (what it had earned by its start)."""
+        return effective_priority(job, self.cls(job.job_class), self.policy, self.now)
 
     def quick_numbers(self, job: Job) -> tuple[float, bool]:
         """(cost, unprotected) for a running job, without building a _Victim."""
@@ -195,13 +118,12 @@ class _Context:
         if found is None:
             policy = self.policy
             priority = self.running_priority(job)
-            cost = policy.lost_work_weight * gpu_seconds_lost(job, policy, self.now)
-            if policy.priority_weight:
-                cost += policy.priority_weight * priority
+            cost = victim_cost_of(gpu_seconds_lost(job, policy, self.now), priority, policy.lost_work_weight,
+                                  policy.priority_weight)  # fmt: skip
             if job.exempt_until is None and self.fast_rules and self.cls(job.job_class).preemptible:
                 # Only the priority gap can protect it; the reason's sentence is built later,
                 # for the few protected jobs a plan lists.
-                ok = self.requester_priority - priority > policy.delta
+                ok = outranks(self.requester_priority, priority, policy.delta)
             else:
                 ok = protection(job, self.cls(job.job_class), self.requester_priority, policy, self.now) is None
             found = self.quick[job.id] = (cost, ok)
@@ -221,6 +143,7 @@ class _Context:
                 protected=None
                 if unprotected
                 else protection(job, self.cls(job.job_class), self.requester_priority, self.policy, self.now),
+                idkey=job_id_key(job.id),
                 on_node={node: len(idx) for node, idx in job.allocation.items()},
             )
             self.victims[job.id] = found
@@ -228,39 +151,35 @@ class _Context:
 
 
 def _requester_priority(
-    snapshot: Snapshot, policy: Policy, request: Request, now: float, notes: list[str]
+    snapshot: Snapshot, policy: Policy, request: PreviewRequest, now: float, notes: list[str]
 ) -> float:
     cls = class_of(snapshot, policy, request.job_class or "")
     base = request.priority if request.priority is not None else cls.priority
-    as_job = Job(
-        id=request.job_id or "<request>",
-        name="",
-        user="",
-        tenant=request.tenant or "",
-        job_class=cls.name,
-        priority=base,
-        state=JobState.PENDING,
-        submit_time=request.queued_since if request.queued_since is not None else now,
-        gpus=request.gpus,
-    )
-    without_urgency = effective_priority(as_job, cls, policy, now)
+    queued = request.queued_since if request.queued_since is not None else now
+    without_urgency = effective_priority_of(
+        float(base), urgent=False, urgent_priority=float(policy.urgent_priority), waited_s=now - queued,
+        max_wait_s=cls.max_wait_s, rate_per_min=policy.aging_rate(cls.name),
+    )  # fmt: skip
     if not request.urgent:
         return without_urgency
     tenant = request.tenant or ""
-    if policy.tenant_urgent_quota(tenant) > 0:
+    quota = policy.tenant_urgent_quota(tenant)
+    held = 0
+    if quota > 0:
         held = sum(
             j.gpus
             for j in snapshot.jobs
             if j.urgent and j.holds_gpus and j.tenant == request.tenant and j.id != request.job_id
         )
-        if policy.exceeds_urgent_quota(tenant, held, request.gpus):
-            notes.append(
-                f"tenant {request.tenant} already holds {held} urgent GPUs; {request.gpus} more exceed "
-                f"its urgent quota of {policy.tenant_urgent_quota(tenant)}, so the request counts at "
-                f"priority {without_urgency:g}, not as urgent"
-            )
-            return without_urgency
-    return float(policy.urgent_priority)
+    if over_urgent_quota(quota, held, request.gpus):
+        notes.append(
+            f"tenant {request.tenant} already holds {held} urgent GPUs; {request.gpus} more exceed "
+            f"its urgent quota of {quota}, so the request counts at priority {without_urgency:g}, not as urgent"
+        )
+    return requester_priority_of(
+        without_urgency, urgent=True, urgent_priority=float(policy.urgent_priority), quota=quota,
+        urgent_gpus_held=held, gpus=request.gpus,
+    )  # fmt: skip
 
 
 def _candidate(v: _Victim, reason: Reason, detail: str) -> Candidate:
@@ -278,7 +197,8 @@ def _candidate(v: _Victim, reason: Reason, detail: str) -> Candidate:
 
 def _item(v: _Victim, node: str) -> Item:
     """A victim as the shared exact search sees it."""
-    return (v.cost, v.job.id, v.on_node[node], v.priority, v.job.start_time or 0.0)
+    start = v.job.start_time
+    return (v.cost, v.idkey, v.on_node[node], v.priority, 0.0 if start is None else start.timestamp(), v.job.id)
 
 
 def _spare_reason(v: _Victim, why: str) -> Candidate:
@@ -301,7 +221,7 @@ def _running_by_node(ctx: _Context, usable: Iterable[str]) -> dict[str, list[_Vi
 
 def _make_plan(
     ctx: _Context,
-    request: Request,
+    request: PreviewRequest,
     *,
     fits: bool,
     nodes: tuple[str, ...],
@@ -320,102 +240,7 @@ def _make_plan(
 _PRUNE_MIN_NODES = 64
 
 
-def _loss_order(snapshot: Snapshot, policy: Policy) -> tuple[tuple[float, str], ...]:
-    """Nodes holding running jobs, as (latest `loss_start` of their jobs, node), most recent first.
-
-    Every running job on a node costs at least `lost_work_weight × (now − that moment)` per GPU it
-    holds there. Kept on the snapshot per sign of the default checkpoint interval, the only part
-    of the policy `loss_start` reads.
-    """
-
-    def build() -> tuple[tuple[float, str], ...]:
-        order = sorted(
-            (-max(loss_start(job, policy) for job in jobs), name) for name, jobs in snapshot.running_on().items()
-        )
-        return tuple((-neg, name) for neg, name in order)
-
-    return snapshot.derived(("engine.loss_order", policy.default_checkpoint_interval_s > 0), build)
-
-
-class _PrunedOrder:
-    """Nodes in ascending order of the exact lower bound, computing bounds only where needed.
-
-    `_loss_order` gives a cheaper, weaker bound per node (need × cost per GPU ≥ its lower
-    bound); nodes are pulled in that order into a heap keyed by the exact bound, and a node
-    leaves the heap only when every node whose weak bound is not above its exact bound has been
-    pulled. The sequence is exactly that of sorting every node's exact bound, so the search and its
-    tie-breaks are unchanged; only nodes that cannot matter are never costed. Valid when the cost
-    is lost work alone (`priority_weight` 0).
-    """
-
-    def __init__(self, order: list[tuple[float, str]], need_min: int) -> None:
-        self.order = order  # (weak cost per GPU, node), ascending
-        self.need_min = need_min
-        self.next = 0
-        self.visited: set[str] = set()
-
-    @classmethod
-    def build(cls, ctx: _Context, candidates: list[Node], free: dict[str, int], g: int) -> _PrunedOrder | None:
-        policy = ctx.policy
-        lw = policy.lost_work_weight
-        if policy.priority_weight != 0 or lw < 0:
-            return None
-        now = ctx.now
-        wanted = {n.name for n in candidates}
-        order = [
-            (lw * (now - latest) if now > latest else 0.0, name)
-            for latest, name in _loss_order(ctx.snapshot, policy)
-            if name in wanted
-        ]
-        need_min = max(1, g - max(free[n.name] for n in candidates))
-        return cls(order, need_min)
-
-    def _cost_next(self, bound: Callable[[str], tuple[float, str, int]]) -> tuple[float, str, int]:
-        """Cost the next node in weak-bound order."""
-        name = self.order[self.next][1]
-        self.next += 1
-        self.visited.add(name)
-        return bound(name)
-
-    def ascending(self, bound: Callable[[str], tuple[float, str, int]]) -> Iterator[tuple[float, str, int]]:
-        heap: list[tuple[float, str, int]] = []
-        order, need_min = self.order, self.need_min
-        while True:
-            if not heap:
-                if self.next >= len(order):
-                    return
-                heapq.heappush(heap, self._cost_next(bound))
-                continue
-            top = heap[0][0]
-            # (a hair of slack: pulling one node too many is harmless, one too few is not)
-            limit = top * (1 + 1e-9) + 1e-9
-            if self.next < len(order) and need_min * order[self.next][0] <= limit:
-                heapq.heappush(heap, self._cost_next(bound))
-                continue
-            yield heapq.heappop(heap)
-
-    def visit_up_to(self, ceiling: float, bound: Callable[[str], tuple[float, str, int]]) -> None:
-        """Cost every node that may hold a protected job costing at most `ceiling`."""
-        order = self.order
-        limit = ceiling * (1 + 1e-9) + _EPS
-        while self.next < len(order) and order[self.next][0] <= limit:
-            self._cost_next(bound)
-
-    def in_node_order(
-        self, candidates: list[Node], on: Mapping[str, tuple[Job, ...]], seen: dict[str, tuple[Job, float]]
-    ) -> dict[str, tuple[Job, float]]:
-        """`seen` in the order a scan of every node (in snapshot order) would have found them."""
-        ordered: dict[str, tuple[Job, float]] = {}
-        for node in candidates:
-            if node.name in self.visited:
-                for job in on.get(node.name, ()):
-                    found = seen.get(job.id)
-                    if found is not None and job.id not in ordered:
-                        ordered[job.id] = found
-        return ordered
-
-
-def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[str, int]) -> Plan:
+def _plan_single(ctx: _Context, request: PreviewRequest, nodes: list[Node], free: dict[str, int]) -> Plan:
     g = request.gpus
     big_enough = [n for n in nodes if n.state.takes_work and n.gpus >= g]
     fitting = [n for n in big_enough if free[n.name] >= g]
@@ -431,7 +256,7 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
     # Lower bound per node: every missing GPU costs at least the cheapest eligible cost per GPU.
     # Costing a node touches each of its running jobs, so it works on plain numbers; _Victim
     # objects are built only for the few nodes the exact search then examines. On large clusters
-    # `_PrunedOrder` costs only the nodes that can matter.
+    # `PrunedOrder` costs only the nodes that can matter.
     on = ctx.snapshot.running_on()
     numbers = ctx.quick_numbers
     inf = float("inf")
@@ -453,15 +278,16 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
                 continue
             hit = quick.get(job_id)
             if hit is None:
+                # (an inline copy of the kernel's cost and Δ rule for the commonest victim)
                 if simple and not job.urgent and job.exempt_until is None and job.checkpoint_interval_s is None:
                     cls = classes.get(job.job_class) or ctx.cls(job.job_class)
                     start, max_wait = job.start_time, cls.max_wait_s
                     if cls.preemptible and start is not None and (
-                        max_wait is None or start - job.queued_since <= max_wait
+                        max_wait is None or start.timestamp() - job.queued_since.timestamp() <= max_wait
                     ):
                         priority = float(job.priority)
                         saved = job.last_checkpoint_time
-                        since = start if saved is None or saved < start else saved
+                        since = (start if saved is None or saved < start else saved).timestamp()
                         cost = lw * job.gpus * (now - since if now > since else 0.0)
                         if pw:
                             cost += pw * priority
@@ -493,7 +319,9 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
             search_node(name, need, [_item(v, name) for v in eligible], search)
         return search, examined
 
-    pruned = _PrunedOrder.build(ctx, big_enough, free, g) if len(big_enough) > _PRUNE_MIN_NODES else None
+    pruned = None
+    if len(big_enough) > _PRUNE_MIN_NODES:
+        pruned = PrunedOrder.build(ctx.snapshot, policy, now, big_enough, free, g)
     if pruned is not None:
         search, examined = search_nodes(pruned.ascending(bound))
         if search.key is not None:
@@ -510,7 +338,7 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
     best: tuple[tuple[Any, ...], list[_Victim]] | None = None
     if search.key is not None and search.choice is not None:
         items, _ = search.choice
-        best = (search.key, [ctx.victims[item[1]] for item in items])
+        best = (search.key, [ctx.victims[item[5]] for item in items])
 
     by_node = _running_by_node(ctx, examined)
     chosen_ids = {v.job.id for v in best[1]} if best else set()
@@ -544,14 +372,14 @@ def _plan_single(ctx: _Context, request: Request, nodes: list[Node], free: dict[
                     f"(most free: {free[most.name]} on {most.name}; candidates: {summary})")
     key, victims = best
     node = key[-1]
-    victims.sort(key=lambda v: (v.cost, v.job.id))
+    victims.sort(key=lambda v: (v.cost, v.idkey))
     chosen = tuple(_candidate(v, Reason.CHOSEN, f"chosen (cost {v.cost:.0f})") for v in victims)
     return _make_plan(ctx, request, fits=False, nodes=(node,), victims=chosen,
                 spared=tuple(spared.values()), freed_gpus=sum(v.on_node[node] for v in victims),
                 total_cost=sum(v.cost for v in victims))
 
 
-def _plan_multi(ctx: _Context, request: Request, nodes: list[Node], free: dict[str, int]) -> Plan:
+def _plan_multi(ctx: _Context, request: PreviewRequest, nodes: list[Node], free: dict[str, int]) -> Plan:
     g = request.gpus
     usable = [n for n in nodes if n.state.takes_work]
 
@@ -580,7 +408,7 @@ def _plan_multi(ctx: _Context, request: Request, nodes: list[Node], free: dict[s
         return sum(c for node, c in v.on_node.items() if node in usable_names)
 
     eligible = sorted((v for v in everyone.values() if v.protected is None),
-                      key=lambda v: (v.cost / frees(v), -frees(v), v.job.id))
+                      key=lambda v: (v.cost / frees(v), -frees(v), v.idkey))
     picked: list[_Victim] = []
     freed = 0
     for v in eligible:
@@ -595,7 +423,7 @@ def _plan_multi(ctx: _Context, request: Request, nodes: list[Node], free: dict[s
                     freed_gpus=0, total_cost=0.0,
                     blocked=f"only {total_free + freed} of {g} GPUs could be freed without touching protected jobs")
     # Drop victims that turned out redundant, most expensive first.
-    for v in sorted(picked, key=lambda v: (-v.cost, v.job.id)):
+    for v in sorted(picked, key=lambda v: (-v.cost, v.idkey)):
         if freed - frees(v) >= need:
             picked.remove(v)
             freed -= frees(v)
@@ -606,13 +434,13 @@ def _plan_multi(ctx: _Context, request: Request, nodes: list[Node], free: dict[s
     for v in picked:
         for node, count in v.on_node.items():
             freed_by_node[node] += count
-    picked.sort(key=lambda v: (v.cost, v.job.id))
+    picked.sort(key=lambda v: (v.cost, v.idkey))
     return _make_plan(ctx, request, fits=False, nodes=take(freed_by_node),
                 victims=tuple(_candidate(v, Reason.CHOSEN, f"chosen (cost {v.cost:.0f})") for v in picked),
                 spared=tuple(spared_list), freed_gpus=freed, total_cost=sum(v.cost for v in picked))
 
 
-def plan_preemption(snapshot: Snapshot, policy: Policy, request: Request, now: float) -> Plan:
+def plan_preemption(snapshot: Snapshot, policy: Policy, request: PreviewRequest, now: float) -> Plan:
     """Which running jobs `request` would preempt under `policy` at `now`, and why."""
     notes: list[str] = []
     priority = _requester_priority(snapshot, policy, request, now, notes)

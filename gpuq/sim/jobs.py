@@ -1,4 +1,4 @@
-"""The simulator's mutable job record and its JSON-able form.
+"""The simulator's mutable job record, its JSON-able form, and what a preemption does to it.
 
 `SimJob` is deliberately a plain slotted class, not a dataclass: the event loop touches a few of
 its attributes millions of times, and the snapshot turns it into an immutable `model.Job`.
@@ -6,20 +6,29 @@ its attributes millions of times, and the snapshot turns it into an immutable `m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+from gpuq.model import JobIdKey, job_id_key
+from gpuq.policy.config import Mode
+from gpuq.policy.rules import gpu_seconds_lost_of
 from gpuq.sim.workload import JobSpec
 
 __all__ = [
+    "QUANTUM",
     "CANCELLED",
     "COMPLETED",
     "FUTURE",
     "PENDING",
+    "Preemption",
     "RUNNING",
     "SUSPENDED",
     "SimJob",
     "id_key",
+    "on_grid",
+    "preemption",
+    "strictly_after",
 ]
 
 # Job states inside the simulator; the visible ones equal `model.JobState` values.
@@ -32,9 +41,35 @@ COMPLETED: Final = "completed"
 CANCELLED: Final = "cancelled"
 
 
-def id_key(job_id: str) -> tuple[int, str]:
-    """A total order on ids that is numeric for numeric ids ("999" < "1000")."""
-    return (len(job_id), job_id)
+def id_key(job_id: str) -> JobIdKey:
+    """gpuq's one job-id order (`model.job_id_key`), computed once per job."""
+    return job_id_key(job_id)
+
+
+#: The simulator's clock ticks in whole microseconds: the model's datetimes hold exactly that,
+#: so a snapshot of the simulator (what the policy engine and a preview see) carries the very
+#: numbers the event loop decided on.
+QUANTUM: Final = 1e-6
+
+
+def on_grid(t: float) -> float:
+    """The first tick at or after `t` (an event is never put before the moment it stands for:
+    a job that starts to age at t must find itself aging when its event comes)."""
+    tick = math.ceil(t * 1e6)
+    while tick / 1e6 < t:  # (t * 1e6 may round a tick low)
+        tick += 1
+    while (tick - 1) / 1e6 >= t:  # ... or high
+        tick -= 1
+    return tick / 1e6
+
+
+def strictly_after(t: float) -> float:
+    """The first tick later than `t`: for moments that must come after an instant (a priority
+    that has to pass another's, a recheck that must not repeat this instant)."""
+    tick = math.floor(t * 1e6)
+    while tick / 1e6 <= t:  # (t * 1e6 may round a tick low)
+        tick += 1
+    return tick / 1e6
 
 
 class SimJob:
@@ -91,7 +126,7 @@ class SimJob:
         self.cls = spec.job_class
         self.priority = spec.priority
         self.urgent = False
-        self.submit = float(spec.submit_time)
+        self.submit = on_grid(float(spec.submit_time))
         self.qs = self.submit  # queued since: submission, or the last requeue
         self.gpus = spec.gpus
         self.duration = float(spec.duration_s)
@@ -128,7 +163,7 @@ class SimJob:
         if start is not None and self.state == RUNNING and ckpt > 0:
             saved = (now - start) // ckpt * ckpt
             if saved > 0:
-                return start + saved
+                return on_grid(start + saved)
         return self.last_ckpt
 
     _FIELDS: ClassVar[tuple[str, ...]] = (
@@ -156,3 +191,59 @@ class SimJob:
         job.preempt_times = [float(t) for t in raw["preempt_times"]]
         job.claim = [str(v) for v in raw["claim"]]
         return job
+
+
+# The modes told apart below, as plain module names: in compiled code `Mode.X` is a lookup on the
+# enum class each time.
+_GRACEFUL, _CANCEL, _SUSPEND = Mode.GRACEFUL, Mode.CANCEL, Mode.SUSPEND
+
+
+class Preemption:
+    """What preempting a running job now does to it: `state` after (RUNNING while it saves
+    through a grace period), GPU-seconds `lost`, seconds of work `kept` (added to `done`), its
+    new last `checkpoint` (None: unchanged), and the end of its grace period (None: none)."""
+
+    __slots__ = ("state", "lost", "kept", "checkpoint", "grace_until")
+
+    def __init__(
+        self, state: str, lost: float, kept: float, checkpoint: float | None, grace_until: float | None
+    ) -> None:
+        self.state = state
+        self.lost = lost
+        self.kept = kept
+        self.checkpoint = checkpoint
+        self.grace_until = grace_until
+
+
+def preemption(job: SimJob, mode: Mode, now: float, grace: float, default_interval: float) -> Preemption:
+    """The effect of preempting running `job` at `now` in `mode` (the simulator's `_preempt` and
+    the operator's dry run both ask this), with the policy's grace period and default
+    checkpoint interval.
+
+    Graceful: signalled now, it keeps its GPUs while it saves, then is requeued without loss (no
+    grace period: saved at the signal). Suspend: paused with all progress kept. Cancel: all its
+    work is lost, earlier runs' included. Requeue: it keeps the work up to its last checkpoint and
+    loses what `rules.gpu_seconds_lost_of` counts.
+    """
+    start: float = job.run_start  # type: ignore[assignment]
+    elapsed = now - start
+    if mode is _GRACEFUL and grace > 0:
+        return Preemption(RUNNING, 0.0, 0.0, None, on_grid(now + grace))
+    if mode is _CANCEL:
+        return Preemption(CANCELLED, job.gpus * (job.done + elapsed), 0.0, None, None)
+    if mode is _SUSPEND:
+        return Preemption(SUSPENDED, 0.0, elapsed, None, None)
+    if mode is _GRACEFUL:
+        return Preemption(PENDING, 0.0, elapsed, None if job.ckpt is None else now, None)
+    checkpoint = job.last_checkpoint(now)
+    interval = job.ckpt if job.ckpt is not None else default_interval
+    lost = gpu_seconds_lost_of(job.gpus, start, checkpoint, interval, now)
+    # Kept: the run up to where the kernel starts counting the loss.
+    if checkpoint is not None:
+        since = checkpoint if checkpoint > start else start
+        kept = since - start
+        return Preemption(PENDING, lost, kept, since if kept > 0 else None, None)
+    ran = elapsed if elapsed > 0 else 0.0
+    # (a job that reports checkpoints has reported none this run: it keeps nothing)
+    kept = ran - ran % interval if interval > 0 and job.ckpt is None else 0.0
+    return Preemption(PENDING, lost, kept, None, None)

@@ -15,14 +15,15 @@ import heapq
 import math
 from collections.abc import Callable, Iterator
 
-from gpuq.sim.jobs import SimJob
+from gpuq.model import JobIdKey
+from gpuq.sim.jobs import SimJob, strictly_after
 
 __all__ = ["EpFn", "PendingQueue"]
 
 #: effective priority of a queued job at a time
 EpFn = Callable[[SimJob, float], float]
 
-_Entry = tuple[float, float, tuple[int, str], int, SimJob]
+_Entry = tuple[float, float, JobIdKey, int, SimJob]
 
 
 class _Group:
@@ -91,7 +92,7 @@ class PendingQueue:
         """
         ep = self._ep
         best: SimJob | None = None
-        best_key: tuple[float, float, tuple[int, str]] | None = None
+        best_key: tuple[float, float, JobIdKey] | None = None
         for group in self._list:
             if max_single is not None:
                 g = group.gpus
@@ -129,7 +130,7 @@ class PendingQueue:
             gap = head_ep - ep(job, now)
             # the lines meet after gap / (rate difference) minutes
             when = now + max(gap, 0.0) * 60.0 / (rate - head_rate)
-            soonest = min(soonest, math.nextafter(when, math.inf))  # strictly later: it must pass
+            soonest = min(soonest, strictly_after(when))  # strictly later: it must pass
         return soonest
 
     def ordered(self, now: float) -> list[SimJob]:

@@ -3,33 +3,44 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from click.testing import CliRunner, Result
+from msgspec.structs import replace
 
-from gpuq.backends.base import ActionResult, Backend
+from gpuq.backends.base import ActionPlan, ActionResult, Backend, Capabilities, OptionSpec, PriorityChange
 from gpuq.backends.registry import register_backend, unregister_backend
-from gpuq.errors import GpuqError
-from gpuq.model import JobState, Snapshot
+from gpuq.errors import GpuqError, JobChanged
+from gpuq.model import JobState, Snapshot, from_epoch
+from gpuq.model.codec import read_snapshot_file
 from gpuq.policy.config import Mode
-from gpuq.snapshot_io import read_snapshot_file
 from tests.clock import TickingClock
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots"
 SMALL = SNAPSHOTS / "small.json"
 
 
+def _plain(value: Any) -> Any:
+    """A job field as an action's before/after reports it (times as epoch seconds)."""
+    if isinstance(value, JobState):
+        return value.value
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return value
+
+
 class FakeBackend(Backend):
     """A live-looking backend over small.json whose actions really change its (shared) state."""
 
     name: ClassVar[str] = "fake"
-    can_bump: ClassVar[bool] = True
-    can_exempt: ClassVar[bool] = True
-    can_preempt: ClassVar[bool] = True
-    knows_gpu_indexes: ClassVar[bool] = True
+    options: ClassVar[Mapping[str, OptionSpec]] = {
+        "cluster": OptionSpec(str, "cluster name"),
+        "urgent_qos": OptionSpec(str, "the QOS of urgent jobs"),
+    }
 
     state: ClassVar[dict[str, Any]] = {}
 
@@ -37,6 +48,10 @@ class FakeBackend(Backend):
         self.cluster = cluster or "lab"
         self.urgent_qos = urgent_qos
         type(self).state.setdefault("constructed", []).append({"cluster": cluster, "urgent_qos": urgent_qos})
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(actions=frozenset({"bump", "exempt", "preempt"}), priority_range=(1, 2**31 - 1))
 
     @classmethod
     def reset(cls) -> None:
@@ -51,40 +66,49 @@ class FakeBackend(Backend):
         snapshot: Snapshot = self.state["snapshot"]
         return snapshot
 
-    def _change(self, action: str, job_id: str, dry_run: bool, **changes: Any) -> ActionResult:
-        self.state["calls"].append((action, job_id, dry_run, changes))
+    def _plan(self, action: str, job_id: str, by: int | None = None, **changes: Any) -> ActionPlan:
+        snap: Snapshot = self.state["snapshot"]
+        job = snap.job(job_id)
+        assert job is not None
+        before = {k: _plain(getattr(job, k)) for k in changes}
+        after = {k: _plain(v) for k, v in changes.items()}
+        return ActionPlan(action, job_id, before, after, commands=(("fakectl", action, job_id),),
+                          warnings=("fake warning",) if action == "bump" else (), message=f"{action} job {job_id}"
+                          + (f" to priority {changes['priority']}" if "priority" in changes else ""),
+                          guard={"state": job.state.value}, payload={**changes, "by": by})  # fmt: skip
+
+    def prepare_bump(self, job_id: str, change: PriorityChange, *, reason: str) -> ActionPlan:
+        if change.urgent:
+            return self._plan("bump", job_id, urgent=True)
+        job = self.state["snapshot"].job(job_id)
+        return self._plan("bump", job_id, change.by, priority=change.new_priority(job.priority))
+
+    def prepare_exempt(self, job_id: str, until: float | None, *, reason: str) -> ActionPlan:
+        return self._plan("exempt", job_id, exempt_until=until)
+
+    def prepare_preempt(self, job_id: str, mode: Mode, *, reason: str) -> ActionPlan:
+        return self._plan("preempt", job_id, state=JobState.PENDING, allocation={}, start_time=None)
+
+    def apply(self, plan: ActionPlan) -> ActionResult:
+        self.state["calls"].append((plan.action, plan.target, dict(plan.payload)))
         error: GpuqError | None = self.state.get("action_error")
         if error is not None:
             raise error
         snap: Snapshot = self.state["snapshot"]
-        job = snap.job(job_id)
+        job = snap.job(plan.target)
         assert job is not None
-        before = {k: getattr(job, k) for k in changes}
-        if not dry_run:
-            jobs = tuple(j._replace(**changes) if j.id == job_id else j for j in snap.jobs)
-            self.state["snapshot"] = dataclasses.replace(snap, jobs=jobs)
-        after = {k: (v.value if isinstance(v, JobState) else v) for k, v in changes.items()}
-        before = {k: (v.value if isinstance(v, JobState) else v) for k, v in before.items()}
-        return ActionResult(
-            action=action,
-            target=job_id,
-            dry_run=dry_run,
-            before=before,
-            after=after,
-            commands=[["fakectl", action, job_id]],
-            warnings=["fake warning"] if action == "bump" else [],
-        )
-
-    def bump(self, job_id: str, *, priority: int | None, urgent: bool, reason: str, dry_run: bool) -> ActionResult:
-        if urgent:
-            return self._change("bump", job_id, dry_run, urgent=True)
-        return self._change("bump", job_id, dry_run, priority=priority)
-
-    def exempt(self, job_id: str, *, until: float | None, reason: str, dry_run: bool) -> ActionResult:
-        return self._change("exempt", job_id, dry_run, exempt_until=until)
-
-    def preempt(self, job_id: str, *, mode: Mode, reason: str, dry_run: bool) -> ActionResult:
-        return self._change("preempt", job_id, dry_run, state=JobState.PENDING, allocation={}, start_time=None)
+        if job.state.value != plan.guard["state"]:
+            raise JobChanged(f"job {plan.target} changed: state {plan.guard['state']} -> {job.state.value}")
+        changes = dict(plan.payload)
+        by = changes.pop("by", None)
+        if by is not None:  # relative: applied to the priority found now
+            changes["priority"] = job.priority + by
+        before = {k: _plain(getattr(job, k)) for k in changes}
+        model = {k: from_epoch(v) if isinstance(v, float) else v for k, v in changes.items()}
+        jobs = tuple(replace(j, **model) if j.id == plan.target else j for j in snap.jobs)
+        self.state["snapshot"] = dataclasses.replace(snap, jobs=jobs)
+        return ActionResult(plan.action, plan.target, before, {k: _plain(v) for k, v in changes.items()},
+                            plan.commands, warnings=plan.warnings)  # fmt: skip
 
 
 @pytest.fixture(autouse=True)

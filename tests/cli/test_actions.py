@@ -11,6 +11,7 @@ import pytest
 from click.testing import Result
 
 from gpuq.errors import PermissionDenied, Unreachable
+from gpuq.model import from_epoch
 from gpuq.timefmt import parse_time
 
 Run = Callable[..., Result]
@@ -21,6 +22,11 @@ def _audit(xdg: dict[str, Path]) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _outcomes(xdg: dict[str, Path]) -> list[dict[str, Any]]:
+    """The records that end an action (an applied one also has an intent record before it)."""
+    return [r for r in _audit(xdg) if r["phase"] == "outcome"]
 
 
 def _job(fake: Any, job_id: str) -> Any:
@@ -40,7 +46,10 @@ class TestBump:
         assert doc["preview"]["request"]["priority"] == 900
         assert _job(fake, "201").priority == 900
         assert "fake warning" in result.stderr
-        (record,) = _audit(xdg)
+        intent, record = _audit(xdg)
+        assert (intent["phase"], intent["result"], intent["id"]) == ("intent", "pending", record["id"])
+        assert intent["commands"] == [["fakectl", "bump", "201"]] and intent["after"] == {"priority": 900}
+        assert record["phase"] == "outcome"
         assert record["action"] == "bump"
         assert record["target"] == "201"
         assert record["result"] == "ok"
@@ -89,8 +98,11 @@ class TestBump:
         accepted = gpuq("--backend", "fake", "bump", "201", "--to", "900", input="y\n")
         assert accepted.exit_code == 0, accepted.output
         assert _job(fake, "201").priority == 900
-        # declined: dry run + refusal; accepted: dry run + the real bump.
-        assert [r["result"] for r in _audit(xdg)] == ["dry_run", "refused", "dry_run", "ok"]
+        assert "about to bump job 201 to priority 900" in declined.stdout  # shown before the prompt
+        assert "would run: fakectl bump 201" in declined.stdout
+        # declined: the refusal; accepted: the intent, then the outcome.
+        assert [r["result"] for r in _audit(xdg)] == ["refused", "pending", "ok"]
+        assert _audit(xdg)[0]["error"] == "not confirmed at the prompt"
 
     def test_out_of_range_by_is_usage_error_and_audited(self, gpuq: Run, fake: Any, xdg: dict[str, Path]) -> None:
         result = gpuq("--backend", "fake", "bump", "201", "--by", "-500", "--yes")
@@ -115,11 +127,11 @@ class TestExempt:
     def test_for(self, gpuq: Run, fake: Any) -> None:
         result = gpuq("--backend", "fake", "exempt", "101", "--for", "2h", "--yes")
         assert result.exit_code == 0, result.output
-        assert _job(fake, "101").exempt_until == parse_time("2026-11-29T20:00:00Z")
+        assert _job(fake, "101").exempt_until == from_epoch(parse_time("2026-11-29T20:00:00Z"))
 
     def test_until_and_off(self, gpuq: Run, fake: Any) -> None:
         assert gpuq("--backend", "fake", "exempt", "101", "--until", "2026-11-30T08:00:00Z", "--yes").exit_code == 0
-        assert _job(fake, "101").exempt_until == parse_time("2026-11-30T08:00:00Z")
+        assert _job(fake, "101").exempt_until == from_epoch(parse_time("2026-11-30T08:00:00Z"))
         assert gpuq("--backend", "fake", "exempt", "101", "--off", "--yes").exit_code == 0
         assert _job(fake, "101").exempt_until is None
 
@@ -167,7 +179,7 @@ def test_backend_errors_map_to_exit_codes_and_are_audited(
     assert result.exit_code == code
     assert str(error) in result.stderr
     assert "Traceback" not in result.output
-    (record,) = _audit(xdg)
+    (record,) = _outcomes(xdg)
     assert record["result"] == "error"
     assert record["exit_code"] == code
     assert record["error"] == str(error)

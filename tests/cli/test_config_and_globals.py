@@ -180,3 +180,28 @@ def test_open_clusters_one_per_configured_cluster(fake: Any, xdg: dict[str, Path
 
     _write_config(xdg, '[clusters.a]\nbackend = "fake"\n[clusters.b]\nbackend = "fake"\n')
     assert [c.name for c in open_clusters()] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('speed = "fast"', "backends.demo.speed: expected a number, got 'fast'"),
+        ("speed = -1", "backends.demo.speed: must be > 0 (simulated seconds per wall-clock second), got -1"),
+        ("speed = nan", "backends.demo.speed: expected a finite number, got nan"),
+        ('seed = "x"', "backends.demo.seed: expected a whole number, got 'x'"),
+        ("seed = 1.5", "backends.demo.seed: expected a whole number, got 1.5"),
+        ("clock = 5", "backends.demo.clock: backend 'demo' does not take 'clock' (it takes: cluster, seed, speed)"),
+        ('policy = "x"', "backends.demo.policy: backend 'demo' does not take 'policy'"),
+        ('state_dir = "/tmp"', "backends.demo.state_dir: backend 'demo' does not take 'state_dir'"),
+    ],
+)
+def test_backend_options_are_typed_and_internals_are_not_options(
+    gpuq: Run, xdg: dict[str, Path], line: str, problem: str
+) -> None:
+    """A bad option value in the config is a usage error naming the file, the line and the key
+    (never a traceback, never a flag the operator did not type)."""
+    path = _write_config(xdg, f"[backends.demo]\n{line}\n")
+    result = gpuq("queue")
+    assert result.exit_code == 2, result.output
+    assert f"{path}:2: {problem}" in result.stderr
+    assert "Traceback" not in result.output and "--speed" not in result.stderr

@@ -88,16 +88,23 @@ def test_usage_errors(gpuq: Run, small: str) -> None:
 def test_native_preview_is_added_and_its_failure_reported(
     gpuq: Run, fake: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpuq.backends.base import NativePlan
+    from gpuq.backends.base import Capabilities, NativePlan, NativeVictim
     from gpuq.errors import Unreachable
 
     def native(self: Any, snap: Any, req: Any) -> NativePlan:
-        return NativePlan(True, ("gpu-02",), ({"id": "102"},), ("n",))
+        victim = NativeVictim("102", ("gpu-02",), 2, 10, "QOS urgent may preempt low", {"qos": "low"})
+        return NativePlan(True, ("gpu-02",), (victim,), ("n",))
 
-    monkeypatch.setattr(fake, "has_native_preview", True)
+    monkeypatch.setattr(fake, "capabilities", property(lambda self: Capabilities(native_preview=True)))
     monkeypatch.setattr(fake, "native_preview", native)
     doc = json.loads(gpuq("--backend", "fake", "-o", "json", "preview", "201").stdout)
-    assert doc["native"] == {"would_preempt": True, "nodes": ["gpu-02"], "victims": [{"id": "102"}], "notes": ["n"]}
+    assert doc["native"] == {
+        "would_preempt": True, "nodes": ["gpu-02"], "notes": ["n"],
+        "victims": [{"id": "102", "nodes": ["gpu-02"], "gpus": 2, "priority": 10,
+                     "reason": "QOS urgent may preempt low", "qos": "low"}],
+    }  # fmt: skip
+    table = gpuq("--backend", "fake", "preview", "201").stdout
+    assert "native scheduler: would preempt 102 on gpu-02" in table and "102: QOS urgent may preempt low" in table
 
     def broken(self: Any, snap: Any, req: Any) -> NativePlan:
         raise Unreachable("slurmctld down")

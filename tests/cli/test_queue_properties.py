@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuq.cli.main import cli
-from gpuq.snapshot_io import read_snapshot_file
+from gpuq.model.codec import read_snapshot_file
 
 from .conftest import SMALL
 

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuq.model import Job, JobClass, JobState, Snapshot
+from gpuq.model import Job, JobClass, JobState
 from gpuq.policy.config import ClassPolicy, Policy
 from gpuq.sla import nearest_rank, sla_report
+from tests.factories import make_job, make_snapshot
 
 NOW = 1_800_000_000.0
 
@@ -42,16 +43,16 @@ def test_nearest_rank_known_values() -> None:
 
 def job(i: int, cls: str, wait: float | None, *, pending_age: float | None = None, started_ago: float = 0) -> Job:
     if pending_age is not None:
-        return Job(str(i), "j", "u", "t", cls, 1, JobState.PENDING, NOW - pending_age, 1)
+        return make_job(str(i), "j", "u", "t", cls, 1, JobState.PENDING, NOW - pending_age, 1)
     assert wait is not None
     start = NOW - started_ago
-    return Job(str(i), "j", "u", "t", cls, 1, JobState.COMPLETED, start - wait, 1,
+    return make_job(str(i), "j", "u", "t", cls, 1, JobState.COMPLETED, start - wait, 1,
                eligible_time=start - wait, start_time=start, end_time=start + 10)
 
 
 def test_pending_jobs_change_p95_and_breach() -> None:
     jobs = [job(i, "a", 60.0) for i in range(18)] + [job(98 + i, "a", None, pending_age=7200) for i in range(2)]
-    snap = Snapshot("c", "demo", NOW, (JobClass("a", target_p95_s=600),), (), tuple(jobs))
+    snap = make_snapshot("c", "demo", NOW, (JobClass("a", target_p95_s=600),), (), tuple(jobs))
     report = sla_report(snap, Policy(), NOW)
     stats = report.classes["a"]
     assert stats.count == 18 and stats.pending == 2
@@ -66,7 +67,7 @@ def test_pending_jobs_change_p95_and_breach() -> None:
 
 def test_policy_overrides_target_and_since_window() -> None:
     jobs = [job(1, "a", 100.0, started_ago=10), job(2, "a", 5000.0, started_ago=90000)]
-    snap = Snapshot("c", "demo", NOW, (JobClass("a", target_p95_s=600),), (), tuple(jobs))
+    snap = make_snapshot("c", "demo", NOW, (JobClass("a", target_p95_s=600),), (), tuple(jobs))
     assert sla_report(snap, Policy(), NOW).classes["a"].breach
     assert not sla_report(snap, Policy(), NOW, since=NOW - 86400).classes["a"].breach
     loose = Policy(classes={"a": ClassPolicy(target_p95_s=6000)})
@@ -78,7 +79,7 @@ def test_policy_overrides_target_and_since_window() -> None:
 @given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 10_000), st.booleans()), max_size=40))
 def test_report_matches_reference_per_class(rows: list[tuple[str, int, bool]]) -> None:
     jobs = [job(i, c, None, pending_age=w) if p else job(i, c, float(w)) for i, (c, w, p) in enumerate(rows)]
-    snap = Snapshot("c", "demo", NOW, (), (), tuple(jobs))
+    snap = make_snapshot("c", "demo", NOW, (), (), tuple(jobs))
     report = sla_report(snap, Policy(), NOW)
     for name in {"a", "b"}:
         started = [float(w) for c, w, p in rows if c == name and not p]

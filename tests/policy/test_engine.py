@@ -8,11 +8,14 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
-from gpuq.model import Job, JobClass, JobState, Node, NodeState, Snapshot
+from gpuq.model import Job, JobClass, JobState, Node, NodeState, Snapshot, job_id_key
+from gpuq.model import PreviewRequest as Request
 from gpuq.policy.config import ClassPolicy, Policy
-from gpuq.policy.engine import Reason, Request, free_gpus, plan_preemption, request_for_job
+from gpuq.policy.engine import Reason, free_gpus, plan_preemption, request_for_job
 from gpuq.policy.rules import effective_priority, gpu_seconds_lost
+from tests.factories import make_job, make_snapshot
 
 NOW = 1_800_000_000.0
 CLASSES = (
@@ -32,7 +35,7 @@ def running(
     tenant: str = "t",
     **extra: object,
 ) -> Job:
-    return Job(
+    return make_job(
         id=job_id, name=job_id, user="u", tenant=tenant, job_class=cls, priority=priority,
         state=JobState.RUNNING, submit_time=NOW - age - 60, start_time=NOW - age,
         gpus=sum(len(v) for v in alloc.values()), allocation={n: tuple(i) for n, i in alloc.items()},
@@ -41,7 +44,7 @@ def running(
 
 
 def snap(jobs: Sequence[Job], nodes: Sequence[Node] | None = None) -> Snapshot:
-    return Snapshot("test", "test", NOW, CLASSES, tuple(nodes or (Node("n1", 8), Node("n2", 8))), tuple(jobs))
+    return make_snapshot("test", "test", NOW, CLASSES, tuple(nodes or (Node("n1", 8), Node("n2", 8))), tuple(jobs))
 
 
 def victims(plan: object) -> list[str]:
@@ -142,7 +145,7 @@ def test_daily_cap_counts_only_last_24h() -> None:
 
 
 def test_aging_lifts_a_long_waiting_job_over_delta() -> None:
-    pending = Job(id="p", name="p", user="u", tenant="t", job_class="low", priority=10, state=JobState.PENDING,
+    pending = make_job(id="p", name="p", user="u", tenant="t", job_class="low", priority=10, state=JobState.PENDING,
                   submit_time=NOW - 7200 - 600, gpus=8)
     s = snap([running("r", {"n1": range(8)}, priority=50), pending], nodes=[Node("n1", 8)])
     policy = Policy(classes={"low": ClassPolicy(aging_rate=10)})
@@ -209,8 +212,8 @@ def test_down_and_drained_nodes_take_no_work() -> None:
 
 def test_suspended_jobs_hold_gpus_but_are_never_victims() -> None:
     s = snap([running("s", {"n1": range(8)})], nodes=[Node("n1", 8)])
-    suspended = Snapshot(s.cluster, s.backend, NOW, CLASSES, s.nodes,
-                         (s.jobs[0]._replace(state=JobState.SUSPENDED),))
+    suspended = make_snapshot(s.cluster, s.backend, NOW, CLASSES, s.nodes,
+                         (replace(s.jobs[0], state=JobState.SUSPENDED),))
     plan = plan_preemption(suspended, Policy(), Request(gpus=1, priority=100), NOW)
     assert not plan.would_preempt and not plan.fits_without_preemption
 
@@ -306,8 +309,8 @@ def brute_force(s: Snapshot, policy: Policy, req: Request) -> tuple[object, ...]
                     round(sum(victim_cost(j, cls[j.id], policy, NOW) for j in subset), 6),
                     len(subset),
                     max((effective_priority(j, cls[j.id], policy, NOW) for j in subset), default=float("-inf")),
-                    -sum(j.start_time or 0 for j in subset),
-                    tuple(sorted(j.id for j in subset)),
+                    -sum(j.start_time.timestamp() if j.start_time else 0 for j in subset),
+                    tuple(sorted(job_id_key(j.id) for j in subset)),
                     node.name,
                 )
                 if best is None or key < best:
@@ -329,7 +332,7 @@ def test_single_node_plan_equals_brute_force_optimum(case: tuple[Snapshot, Polic
         assert plan.fits_without_preemption
         return
     assert plan.would_preempt
-    assert tuple(sorted(v.job_id for v in plan.victims)) == ids
+    assert tuple(sorted(job_id_key(v.job_id) for v in plan.victims)) == ids
     assert plan.nodes == (node,)
     assert plan.total_cost == pytest.approx(cost, abs=1e-3)
 
@@ -362,7 +365,7 @@ def test_plans_free_enough_and_never_touch_protected_jobs(case: tuple[Snapshot, 
 def test_a_started_job_keeps_the_aging_it_earned() -> None:
     """No ping-pong: an aged job that took a GPU is not preempted back by the job it displaced."""
     # Waited 2h10m in class low (max_wait 2h, 10 points/min): 10 + 100 = 110 when it started.
-    aged = Job(id="aged", name="aged", user="u", tenant="t", job_class="low", priority=10,
+    aged = make_job(id="aged", name="aged", user="u", tenant="t", job_class="low", priority=10,
                state=JobState.RUNNING, submit_time=NOW - 7800 - 60, start_time=NOW - 60, gpus=8,
                allocation={"n1": tuple(range(8))})
     assert effective_priority(aged, CLASSES[0], Policy(), NOW) == pytest.approx(110)

@@ -7,9 +7,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuq.model import Job, JobClass, JobState, Node, NodeState, Snapshot
+from gpuq.model import PreviewRequest as Request
 from gpuq.policy import engine
 from gpuq.policy.config import Policy
-from gpuq.policy.engine import Request, plan_preemption
+from gpuq.policy.engine import plan_preemption
+from gpuq.policy.pruning import PrunedOrder
+from tests.factories import make_job, make_snapshot
 
 NOW = 1_800_000_000.0
 CLASSES = (JobClass("low", 10, True, 3600, 7200), JobClass("vip", 500, False, 600, 1200))
@@ -19,7 +22,7 @@ NODES = 80  # above engine._PRUNE_MIN_NODES
 def _job(i: int, alloc: dict[str, range], draw: st.DrawFn) -> Job:
     age = float(draw(st.sampled_from([3600, 30, 300, 900, 7200, 50_000])) + draw(st.integers(0, 99)))
     checkpoint = draw(st.sampled_from([None, None, 10.0, 250.0]))
-    return Job(
+    return make_job(
         id=f"j{i}", name="", user="u", tenant=draw(st.sampled_from(["a", "b"])),
         job_class=draw(st.sampled_from(["low"] * 7 + ["vip"])),
         priority=draw(st.sampled_from([5, 10, 50, 150])), state=JobState.RUNNING,
@@ -64,7 +67,7 @@ def big_clusters(draw: st.DrawFn) -> tuple[Snapshot, Policy, Request]:
     request = Request(gpus=draw(st.integers(3, 8)),  # more than any node has free
                       priority=draw(st.sampled_from([1000, 100, 20])),
                       job_id=draw(st.sampled_from([None, "j0"])))
-    return Snapshot("big", "test", NOW, CLASSES, tuple(nodes), tuple(jobs)), policy, request
+    return make_snapshot("big", "test", NOW, CLASSES, tuple(nodes), tuple(jobs)), policy, request
 
 
 # (the cluster has to be big: pruning only starts above engine._PRUNE_MIN_NODES nodes)
@@ -86,20 +89,20 @@ def test_pruned_search_costs_only_the_nodes_that_can_matter(monkeypatch: pytest.
     jobs = []
     for i, node in enumerate(nodes):
         age = 60.0 if i == 137 else 86_400.0 + i
-        jobs.append(Job(id=f"j{i}", name="", user="u", tenant="t", job_class="low", priority=10,
+        jobs.append(make_job(id=f"j{i}", name="", user="u", tenant="t", job_class="low", priority=10,
                         state=JobState.RUNNING, submit_time=NOW - age - 5, start_time=NOW - age, gpus=8,
                         allocation={node.name: tuple(range(8))}))
-    snapshot = Snapshot("big", "test", NOW, CLASSES, nodes, tuple(jobs))
-    built: list[engine._PrunedOrder] = []
-    original = engine._PrunedOrder.build
+    snapshot = make_snapshot("big", "test", NOW, CLASSES, nodes, tuple(jobs))
+    built: list[PrunedOrder] = []
+    original = PrunedOrder.build
 
-    def spy(*args: object) -> engine._PrunedOrder | None:
+    def spy(*args: object) -> PrunedOrder | None:
         order = original(*args)  # type: ignore[arg-type]
         if order is not None:
             built.append(order)
         return order
 
-    monkeypatch.setattr(engine._PrunedOrder, "build", spy)
+    monkeypatch.setattr(PrunedOrder, "build", spy)
     plan = plan_preemption(snapshot, Policy(), Request(gpus=8, priority=100), NOW)
     assert [v.job_id for v in plan.victims] == ["j137"]
     assert len(built) == 1 and len(built[0].visited) < 5
@@ -118,7 +121,7 @@ def test_loss_start_bounds_the_lost_work(
 ) -> None:
     from gpuq.policy.rules import gpu_seconds_lost, loss_start
 
-    job = Job(id="j", name="", user="u", tenant="t", job_class="low", priority=1, state=JobState.RUNNING,
+    job = make_job(id="j", name="", user="u", tenant="t", job_class="low", priority=1, state=JobState.RUNNING,
               submit_time=NOW - 100_000, gpus=gpus, start_time=None if ran is None else NOW - ran,
               last_checkpoint_time=None if saved is None else NOW - saved, checkpoint_interval_s=own)
     policy = Policy(default_checkpoint_interval_s=default)
@@ -126,4 +129,5 @@ def test_loss_start_bounds_the_lost_work(
     for now in (NOW - 50_000, NOW, NOW + 3_600):
         assert gpu_seconds_lost(job, policy, now) >= gpus * max(0.0, now - since) - 1e-6
     if ran is not None and saved is None and own is None and default == 0:
-        assert since == job.start_time  # without checkpoints the bound is exact: all run time is lost
+        # without checkpoints the bound is exact: all run time is lost
+        assert job.start_time is not None and since == job.start_time.timestamp()

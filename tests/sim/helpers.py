@@ -25,7 +25,7 @@ def check_invariants(sim: Simulator) -> None:
             busy += count
         else:
             assert not job.allocation, (job.id, job.state)
-    assert busy + sim._gpus.total_free == sim.capacity
+    assert busy + sim.gpus.total_free == sim.capacity
     for machine in snap.nodes:
         used = sum(1 for (name, _) in held if name == machine.name)
         assert machine.state.value == ("idle" if used == 0 else "allocated" if used == machine.gpus else "mixed")

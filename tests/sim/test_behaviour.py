@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gpuq.errors import NotFound, Refused
-from gpuq.model import JobClass, JobState
+from gpuq.model import JobClass, JobState, from_epoch
 from gpuq.policy.config import ClassPolicy, Mode, Policy
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, WorkloadStream
 
@@ -29,7 +29,7 @@ def _job(job_id: str, at: float, duration: float, priority: int, gpus: int = 1, 
 
 
 def _preemptions(sim: Simulator) -> list[tuple[float, str, str | None]]:
-    return [(e.time, e.victim, e.preemptor) for e in sim.preemption_events]
+    return [(e.time.timestamp(), e.victim, e.preemptor) for e in sim.preemption_events]
 
 
 def test_exemption_is_honoured_and_ends_exactly_on_time() -> None:
@@ -191,8 +191,8 @@ def test_operator_preempt_and_bump_priority() -> None:
     assert _preemptions(sim) == [(10.0, "R", None)]
     # Requeued, R is still the best job waiting, so it starts again at once (from scratch).
     snap = sim.snapshot()
-    assert snap.job("R").state is JobState.RUNNING and snap.job("R").start_time == 10.0  # type: ignore[union-attr]
-    assert snap.job("R").preemption_times == (10.0,)  # type: ignore[union-attr]
+    assert snap.job("R").state is JobState.RUNNING and snap.job("R").start_time == from_epoch(10.0)  # type: ignore[union-attr]
+    assert snap.job("R").preemption_times == (from_epoch(10.0),)  # type: ignore[union-attr]
     sim.bump("P", priority=20)  # now P outranks R and takes the GPU
     assert sim.snapshot().job("P").state is JobState.RUNNING  # type: ignore[union-attr]
     assert _preemptions(sim)[-1] == (10.0, "R", "P")
@@ -204,9 +204,9 @@ def test_snapshot_fields() -> None:
                 _job("c", 0, 1000, 5, gpus=4), _job("d", 1, 1000, 1, gpus=2)])
     sim.run_until(250)
     snap = sim.snapshot()
-    assert (snap.cluster, snap.backend, snap.taken_at) == ("demo", "demo", 250.0)
+    assert (snap.cluster, snap.backend, snap.now) == ("demo", "demo", 250.0)
     a = snap.job("a")
-    assert a is not None and a.allocation == {"gpu-001": (0, 1, 2)} and a.last_checkpoint_time == 200.0
+    assert a is not None and a.allocation == {"gpu-001": (0, 1, 2)} and a.last_checkpoint_time == from_epoch(200.0)
     assert [n.state.value for n in snap.nodes] == ["mixed", "allocated"]
     reasons = {j.id: j.reason for j in snap.jobs if j.state is JobState.PENDING}
     assert reasons == {"c": "Resources", "d": "Priority"}

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from gpuq.backends.base import NativePlan, PreviewRequest
+from gpuq.backends.base import NativePlan
 from gpuq.backends.slurm import SlurmBackend
+from gpuq.model import PreviewRequest
 from tests.slurm import lab
 
 
@@ -36,10 +37,11 @@ def run(
     lab.wait_running(ids)
     backend = SlurmBackend()
     snap = backend.snapshot()
-    plan = backend.native_preview(snap, PreviewRequest(gpus=gpus, qos=qos, partition=partition))
+    hints = {key: value for key, value in (("qos", qos), ("partition", partition)) if value}
+    plan = backend.native_preview(snap, PreviewRequest(gpus=gpus, hints=hints))
     assert plan is not None
     offset = lab.ctld_log_offset()
     urgent = lab.sbatch(gpus=gpus, qos=qos, partition=partition, name="urgent")
     lab.wait_running([urgent], timeout=60)
     time.sleep(1.0)  # the requeue log lines are written before the preemptor starts; be generous
-    return Outcome(plan, {str(v["id"]) for v in plan.victims}, lab.preempted_since(offset), ids, urgent)
+    return Outcome(plan, {v.id for v in plan.victims}, lab.preempted_since(offset), ids, urgent)

@@ -1,4 +1,5 @@
-"""SlurmBackend against stand-in Slurm CLIs: error mapping, hung and broken commands, dry runs.
+"""SlurmBackend against stand-in Slurm CLIs: error mapping, hung and broken commands, prepared
+action plans (a dry run is a plan never applied).
 
 The stand-ins replay real 22.05 output from tests/fixtures; the lab tests cover the real thing.
 """
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuq.backends.base import ActionPlan, PriorityChange
 from gpuq.errors import BadInput, NotFound, PermissionDenied, Refused, Unreachable
 from gpuq.model import JobState
 from gpuq.policy.config import Mode
@@ -22,7 +24,8 @@ case "$1 $2" in
   "show config") cat {LIVE}/scontrol-show-config.txt ;;
   "show partition") cat {LIVE}/scontrol-show-partition-o.txt ;;
   "show job")
-    if [ -n "$5" ]; then grep "^JobId=$5 " {LIVE}/scontrol-show-job-d-o.txt || {{
+    # FAKE_JOBS_FILE: the jobs as a later read finds them (a job changed since the last one).
+    if [ -n "$5" ]; then grep "^JobId=$5 " "${{FAKE_JOBS_FILE:-{LIVE}/scontrol-show-job-d-o.txt}}" || {{
       echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }}
     elif [ -n "${{FAKE_FULL_ERR:-}}" ]; then echo "$FAKE_FULL_ERR" >&2; exit 1
     else sed -E "s/^(JobId=${{FAKE_FULL_RESTARTED:-none}} .* StartTime=)[^ ]+/\\12020-01-01T00:00:00/" \\
@@ -124,59 +127,60 @@ def test_controller_down_is_unreachable_with_its_address(fake: Path) -> None:
 
 def test_unknown_job_is_not_found(fake: Path) -> None:
     with pytest.raises(NotFound, match="no job 99999"):
-        stand_in().bump("99999", priority=5, urgent=False, reason="t", dry_run=True)
+        stand_in().prepare_bump("99999", PriorityChange(to=5), reason="t")
     with pytest.raises(NotFound, match="Slurm job ids look like"):
-        stand_in().bump("--help", priority=5, urgent=False, reason="t", dry_run=True)
+        stand_in().prepare_bump("--help", PriorityChange(to=5), reason="t")
 
 
 @pytest.mark.parametrize("message", ["Invalid user id for job 69", "Access/permission denied for job 69"])
 def test_permission_denied_names_the_privilege(fake: Path, monkeypatch: pytest.MonkeyPatch, message: str) -> None:
     monkeypatch.setenv("FAKE_UPDATE_ERR", message)
+    backend = stand_in()
+    plan = backend.prepare_bump("69", PriorityChange(to=9000), reason="t")
     with pytest.raises(PermissionDenied, match="operator or admin"):
-        stand_in().bump("69", priority=9000, urgent=False, reason="t", dry_run=False)
+        backend.apply(plan)
 
 
-def test_dry_runs_run_nothing_mutating(fake: Path) -> None:
+def test_prepared_plans_run_nothing_mutating(fake: Path) -> None:
+    """Preparing fixes the exact command lines and runs none of them (a dry run is just that)."""
     backend = stand_in(urgent_qos="urgent", exempt_qos="exempt")
-    bump = backend.bump("69", priority=9000, urgent=False, reason="t", dry_run=True)
-    assert bump.commands == [["scontrol", "update", "JobId=69", "Priority=9000"]]
+    bump = backend.prepare_bump("69", PriorityChange(to=9000), reason="t")
+    assert isinstance(bump, ActionPlan)
+    assert bump.commands == (("scontrol", "update", "JobId=69", "Priority=9000"),)
     assert bump.before["priority"] == 5000
     assert bump.after["priority"] == 9000
-    assert bump.dry_run
     assert any("hold/release" in w for w in bump.warnings)
-    urgent = backend.bump("69", priority=None, urgent=True, reason="t", dry_run=True)
-    assert urgent.commands == [["scontrol", "update", "JobId=69", "QOS=urgent"]]
-    ex = backend.exempt("69", until=1_800_000_000.0, reason="t", dry_run=True)
-    assert ex.commands == [
-        [
+    urgent = backend.prepare_bump("69", PriorityChange(urgent=True), reason="t")
+    assert urgent.commands == (("scontrol", "update", "JobId=69", "QOS=urgent"),)
+    ex = backend.prepare_exempt("69", 1_800_000_000.0, reason="t")
+    assert ex.commands == (
+        (
             "scontrol",
             "update",
             "JobId=69",
             "QOS=exempt",
             "AdminComment=gpuq:exempt-until=2027-01-15T08:00:00Z;gpuq:prev-qos=low",
-        ]
-    ]
-    pre = backend.preempt("73", mode=Mode.GRACEFUL, reason="t", dry_run=True)
-    assert pre.commands == [["scancel", "--signal=TERM", "--full", "73"], ["scontrol", "requeue", "73"]]
+        ),
+    )
+    pre = backend.prepare_preempt("73", Mode.GRACEFUL, reason="t")
+    assert pre.commands == (("scancel", "--signal=TERM", "--full", "73"), ("scontrol", "requeue", "73"))
     assert not [c for c in _calls(fake) if "update" in c or "requeue" in c or c.startswith("scancel")]
 
 
 def test_exempt_off_restores_the_recorded_qos(fake: Path) -> None:
     backend = stand_in(exempt_qos="exempt")
     # Job 64 carries gpuq:exempt-until=...;gpuq:prev-qos=low in its AdminComment (from the capture).
-    result = backend.exempt("64", until=None, reason="t", dry_run=True)
-    assert result.before["exempt_until"] is not None
-    assert result.commands == [["scontrol", "update", "JobId=64", "AdminComment="]]  # already low: no QOS change
-    running = backend.exempt("73", until=1_800_000_000.0, reason="t", dry_run=True)
+    plan = backend.prepare_exempt("64", None, reason="t")
+    assert plan.before["exempt_until"] is not None
+    assert plan.commands == (("scontrol", "update", "JobId=64", "AdminComment="),)  # already low: no QOS change
+    running = backend.prepare_exempt("73", 1_800_000_000.0, reason="t")
     assert all(not a.startswith("QOS=") for a in running.commands[0])
     assert any("only changes the QOS of pending jobs" in w for w in running.warnings)
 
 
 def test_preempting_a_pending_job_is_refused(fake: Path) -> None:
-    from gpuq.errors import Refused
-
     with pytest.raises(Refused, match="job 69 is pending"):
-        stand_in().preempt("69", mode=Mode.REQUEUE, reason="t", dry_run=True)
+        stand_in().prepare_preempt("69", Mode.REQUEUE, reason="t")
 
 
 def test_squeue_without_the_extra_fields_falls_back(fake: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuq.backends.base import PriorityChange
 from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.backends.slurm.history import OVERLAP_S, HistoryCache
 from gpuq.backends.slurm.sacct import AcctRecord
@@ -152,7 +153,8 @@ def test_another_slurm_conf_or_cluster_does_not_share_the_cache(tmp_path: Path) 
 
 def test_an_action_expires_the_history_ttl() -> None:
     stand_in().snapshot()
-    stand_in().bump("69", priority=9000, urgent=False, reason="t", dry_run=False)
+    backend = stand_in()
+    backend.apply(backend.prepare_bump("69", PriorityChange(to=9000), reason="t"))
     _reset_log()
     stand_in().snapshot()
     assert _count("sacct ") == 1  # the change gpuq just made is looked for at once ...
@@ -161,7 +163,7 @@ def test_an_action_expires_the_history_ttl() -> None:
 
 def test_dry_run_keeps_the_cache() -> None:
     stand_in().snapshot()
-    stand_in().bump("69", priority=9000, urgent=False, reason="t", dry_run=True)
+    stand_in().prepare_bump("69", PriorityChange(to=9000), reason="t")  # a dry run: prepared, never applied
     _reset_log()
     stand_in().snapshot()
     assert _count("sacct ") == 0

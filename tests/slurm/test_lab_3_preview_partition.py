@@ -44,9 +44,9 @@ def test_same_tier_never_preempts() -> None:
     ids = [lab.sbatch(gpus=1, partition="low") for _ in range(8)]
     lab.wait_running(ids)
     backend = SlurmBackend()
-    from gpuq.backends.base import PreviewRequest
+    from gpuq.model import PreviewRequest
 
-    plan = backend.native_preview(backend.snapshot(), PreviewRequest(gpus=1, partition="low"))
+    plan = backend.native_preview(backend.snapshot(), PreviewRequest(gpus=1, hints={"partition": "low"}))
     assert plan is not None
     assert not plan.would_preempt
     waiting = lab.sbatch(gpus=1, partition="low")

@@ -17,11 +17,11 @@ from tests.slurm import lab
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("qos_lab")]
 
 
-class _NamesOnly(SlurmBackend):
+def _names_only() -> SlurmBackend:
     """The fallback: slurmctld names no QOS, so sacct is asked for names (its own QOS lookup)."""
-
-    def _qos_names(self) -> dict[str, str] | None:
-        return None
+    backend = SlurmBackend(persist=False)
+    backend.configs.qos_names = lambda: None  # type: ignore[method-assign]
+    return backend
 
 
 def _indexes(snap: Snapshot, ids: list[str]) -> dict[str, tuple[int, dict[str, tuple[int | None, ...]]]]:
@@ -79,12 +79,12 @@ def test_running_jobs_indexes_come_from_the_cache_until_requeued() -> None:
 
 def test_sacct_with_qos_ids_equals_sacct_with_names() -> None:
     backend = SlurmBackend(persist=False)
-    names = backend._qos_names()
+    names = backend.configs.qos_names()
     assert names is not None
     assert set(names.values()) == set(backend.preempt_config(fresh=True).qos)
     # A closed window (records reach slurmdbd a few seconds late): both reads see the same runs.
     until = time.time() - 120
     by_id = backend.history(until - 86400, until)
-    by_name = _NamesOnly(persist=False).history(until - 86400, until)
+    by_name = _names_only().history(until - 86400, until)
     assert by_id == by_name
     assert by_id, "the lab's accounting has no jobs of the last day"

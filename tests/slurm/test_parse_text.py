@@ -20,7 +20,7 @@ from gpuq.backends.slurm.text import (
     parse_sinfo_nodes,
     parse_squeue_format,
 )
-from gpuq.backends.slurm.values import expand_hostlist, expand_indexes, text_time
+from gpuq.backends.slurm.values import expand_hostlist, expand_indexes, text_moment, text_time
 from gpuq.model import Job, JobState
 from tests.slurm.samples import VERSIONS, live, read
 
@@ -55,7 +55,7 @@ def test_live_text_path_details() -> None:
     big = jobs["64"]
     assert big.name == "train big|run"
     assert big.comment == "user note"
-    assert big.exempt_until == datetime(2026, 11, 29, 23, 0, tzinfo=UTC).timestamp()
+    assert big.exempt_until == datetime(2026, 11, 29, 23, 0, tzinfo=UTC)
     # Suspended jobs hold GPUs; pending ones hold none and have no start time.
     assert jobs["68"].state is JobState.SUSPENDED
     assert jobs["68"].gpus == 1
@@ -120,18 +120,18 @@ def test_sacct_parsable_runs_and_merge() -> None:
     merged = {j.id: j for j in jobs}
     preempted = next(r for r in records if r.id == "64")
     # squeue reset job 64's submit time on requeue; sacct's original wins.
-    assert merged["64"].submit_time == preempted.submit
-    assert merged["64"].submit_time < text_time("2026-11-29T19:20:59")  # type: ignore[operator]
-    assert merged["64"].preemption_times == (preempted.end,)
+    assert merged["64"].submit_time.timestamp() == preempted.submit
+    assert merged["64"].submit_time.timestamp() < text_time("2026-11-29T19:20:59")  # type: ignore[operator]
+    assert [t.timestamp() for t in merged["64"].preemption_times] == [preempted.end]
     assert merged["65_1"].preemption_times  # an admin requeue counts too (REQUEUED)
     # Finished jobs come from sacct (for SLA percentiles); the ledger has one event per lost run.
     assert merged["8"].state is JobState.CANCELLED
     assert merged["8"].preemption_times
-    assert merged["8"].submit_time == min(r.submit for r in by_id["8"])
+    assert merged["8"].submit_time.timestamp() == min(r.submit for r in by_id["8"])
     # Its SLA wait runs from the first eligibility to the first start; the run cancelled while
     # pending (Start=End, no allocation) is not a start.
-    assert merged["8"].start_time == text_time("2026-11-29T19:17:51")
-    assert merged["8"].eligible_time == text_time("2026-11-29T19:17:51")
+    assert merged["8"].start_time == text_moment("2026-11-29T19:17:51")
+    assert merged["8"].eligible_time == text_moment("2026-11-29T19:17:51")
     assert by_id["8"][1].start is None
     # A live job keeps squeue's EligibleTime: the start of its current wait.
     assert merged["64"].eligible_time == _live_text_jobs()["64"].eligible_time  # type: ignore[attr-defined]
@@ -205,7 +205,7 @@ def test_details_read_beside_squeue_only_fill_the_same_run() -> None:
     holder = next(j for j in after.jobs if j.allocation and j.start_time is not None)
     raw = after.raw_ids[holder.id]
     restarted = dict(details)
-    restarted[raw] = dataclasses.replace(details[raw], start=holder.start_time + 30)  # type: ignore[operator]
+    restarted[raw] = dataclasses.replace(details[raw], start=holder.start_time.timestamp() + 30)
     stale = apply_details(parse_squeue_format(live("squeue-format.txt"), "qos"), restarted, same_run=True)
     assert stale.needs_detail == [raw]
     (again,) = [j for j in stale.jobs if j.id == holder.id]
@@ -234,7 +234,7 @@ def test_extended_squeue_format_carries_admin_comment_and_restarts() -> None:
     read = parse_squeue_format(text, "qos")
     jobs = {j.id: j for j in read.jobs}
     assert read.restarts == {"9680_1": 1}
-    assert jobs["9681"].exempt_until == datetime(2026, 11, 30, 1, tzinfo=UTC).timestamp()
+    assert jobs["9681"].exempt_until == datetime(2026, 11, 30, 1, tzinfo=UTC)
     assert jobs["9679"].name == "big|one"
     assert jobs["9679"].comment == "a note"
     # Without the detail read the GPU-holding jobs have placeholders and are listed for it.

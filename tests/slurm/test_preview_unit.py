@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from gpuq.backends.base import PreviewRequest
+from gpuq.backends.base import NativeVictim
 from gpuq.backends.slurm.config import Partition, PreemptConfig, Qos
 from gpuq.backends.slurm.preview import predict_preemption
-from gpuq.model import Job, JobState, Node, NodeState, Snapshot
+from gpuq.model import Job, JobState, Node, NodeState, PreviewRequest, Snapshot
+from tests.factories import make_job, make_snapshot
 
 NOW = 1_800_000_000.0
 QOS = {
@@ -23,7 +24,7 @@ CFG = PreemptConfig("preempt/qos", "REQUEUE", qos=QOS, partitions=PARTS)
 def job(
     jid: str, node: str, idx: tuple[int, ...], qos: str = "low", started: float = 600.0, partition: str = "gpu"
 ) -> Job:
-    return Job(
+    return make_job(
         jid,
         "j",
         "u",
@@ -41,17 +42,20 @@ def job(
 
 
 def snap(*jobs: Job) -> Snapshot:
-    return Snapshot("lab", "slurm", NOW, nodes=(Node("gpu1", 4), Node("gpu2", 4)), jobs=jobs)
+    return make_snapshot("lab", "slurm", NOW, nodes=(Node("gpu1", 4), Node("gpu2", 4)), jobs=jobs)
 
 
 def victims(s: Snapshot, gpus: int, qos: str = "urgent", cfg: PreemptConfig = CFG, **kw: str) -> list[str]:
-    plan = predict_preemption(s, PreviewRequest(gpus=gpus, qos=qos, **kw), cfg, NOW)  # type: ignore[arg-type]
-    return sorted(str(v["id"]) for v in plan.victims)  # slurmctld preempts them as one set
+    hints = {key: kw.pop(key) for key in ("partition",) if key in kw}
+    if qos:
+        hints["qos"] = qos
+    plan = predict_preemption(s, PreviewRequest(gpus=gpus, hints=hints, **kw), cfg, NOW)  # type: ignore[arg-type]
+    return sorted(v.id for v in plan.victims)  # slurmctld preempts them as one set
 
 
 def test_fits_on_free_gpus_preempts_nothing() -> None:
     s = snap(job("1", "gpu1", (0, 1, 2, 3)), job("2", "gpu2", (0, 1)))
-    plan = predict_preemption(s, PreviewRequest(gpus=2, qos="urgent"), CFG, NOW)
+    plan = predict_preemption(s, PreviewRequest(gpus=2, hints={"qos": "urgent"}), CFG, NOW)
     assert not plan.would_preempt
     assert plan.nodes == ("gpu2",)
 
@@ -91,8 +95,8 @@ def test_preempt_exempt_time_protects_young_jobs() -> None:
         *(job(str(i), "gpu1", (i - 1,), qos="lowgrace", started=60) for i in range(1, 5)),
         *(job(str(i), "gpu2", (i - 5,)) for i in range(5, 9)),
     )
-    plan = predict_preemption(s, PreviewRequest(gpus=2, qos="urgent"), CFG, NOW)
-    assert sorted(str(v["id"]) for v in plan.victims) == ["5", "6"]
+    plan = predict_preemption(s, PreviewRequest(gpus=2, hints={"qos": "urgent"}), CFG, NOW)
+    assert sorted(v.id for v in plan.victims) == ["5", "6"]
     assert plan.nodes == ("gpu2",)
     assert any("PreemptExemptTime" in n for n in plan.notes)
     old = snap(
@@ -125,10 +129,11 @@ def test_partition_priority_tiers() -> None:
 
 
 def test_pending_job_request_and_down_nodes() -> None:
-    pending = Job("9", "u", "u", "t", "urgent", 0, JobState.PENDING, NOW, 2, qos="urgent", partition="gpu")
+    pending = make_job("9", "u", "u", "t", "urgent", 0, JobState.PENDING, NOW, 2, qos="urgent", partition="gpu")
     s = snap(*(job(str(i), "gpu1" if i < 5 else "gpu2", ((i - 1) % 4,)) for i in range(1, 9)), pending)
     assert victims(s, 0, qos="", job_id="9") == ["1", "2"]
-    down = Snapshot("lab", "slurm", NOW, nodes=(Node("gpu1", 4, state=NodeState.DOWN), Node("gpu2", 4)), jobs=s.jobs)
+    nodes = (Node("gpu1", 4, state=NodeState.DOWN), Node("gpu2", 4))
+    down = make_snapshot("lab", "slurm", NOW, nodes=nodes, jobs=s.jobs)
     assert victims(down, 2) == ["5", "6"]
 
 
@@ -138,3 +143,51 @@ def test_mode_of_resolves_own_then_cluster_mode_without_flags() -> None:
     assert cfg.mode_of("requeue") == "REQUEUE"  # a QOS's own mode wins
     assert cfg.mode_of("WITHIN,CANCEL") == "CANCEL"
     assert PreemptConfig(preempt_mode="GANG").mode_of() == "OFF"
+
+
+def test_victims_are_typed_with_slurmctlds_own_priority_and_reason() -> None:
+    s = snap(
+        job("1", "gpu1", (0, 1), qos="normal"),
+        job("2", "gpu1", (2, 3), qos="normal"),
+        job("3", "gpu2", (0, 1)),
+        job("4", "gpu2", (2, 3)),
+    )
+    plan = predict_preemption(s, PreviewRequest(gpus=2, hints={"qos": "urgent"}), CFG, NOW)
+    (victim,) = plan.victims
+    assert isinstance(victim, NativeVictim)
+    assert (victim.id, victim.nodes, victim.gpus) == ("3", ("gpu2",), 2)
+    assert victim.priority == 10  # the QOS priority under preempt/qos, not the sort key
+    assert victim.reason == "QOS urgent may preempt low; PreemptMode=REQUEUE"
+    assert victim.details == {"qos": "low", "partition": "gpu", "mode": "requeue"}
+    doc = plan.to_dict()["victims"][0]
+    assert doc == {
+        "id": "3",
+        "nodes": ["gpu2"],
+        "gpus": 2,
+        "priority": 10,
+        "reason": "QOS urgent may preempt low; PreemptMode=REQUEUE",
+        "qos": "low",
+        "partition": "gpu",
+        "mode": "requeue",
+    }
+    # A victim on two nodes lists both.
+    wide = snap(
+        make_job("5", "j", "u", "t", "low", 0, JobState.RUNNING, NOW - 1000, 8, start_time=NOW - 600,
+                 allocation={"gpu1": (0, 1, 2, 3), "gpu2": (0, 1, 2, 3)}, qos="low", partition="gpu"),
+    )  # fmt: skip
+    (both,) = predict_preemption(wide, PreviewRequest(gpus=4, hints={"qos": "urgent"}), CFG, NOW).victims
+    assert both.nodes == ("gpu1", "gpu2") and both.gpus == 8
+
+
+def test_victims_under_partition_priority_carry_the_priority_tier() -> None:
+    parts = {
+        "low": Partition("low", ("gpu1", "gpu2"), 1, "REQUEUE", default=True),
+        "high": Partition("high", ("gpu1", "gpu2"), 10, "OFF"),
+    }
+    cfg = PreemptConfig("preempt/partition_prio", "REQUEUE", partitions=parts)
+    s = snap(*(job(str(i), "gpu1" if i < 5 else "gpu2", ((i - 1) % 4,), partition="low") for i in range(1, 9)))
+    plan = predict_preemption(s, PreviewRequest(gpus=1, hints={"partition": "high"}), cfg, NOW)
+    (victim,) = plan.victims
+    assert victim.priority == 1
+    assert victim.reason == "partition high (PriorityTier 10) outranks low (PriorityTier 1); PreemptMode=REQUEUE"
+    assert victim.details["partition"] == "low" and victim.details["mode"] == "requeue"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gpuq.backends.slurm.pyslurm_read import jobs_from_pyslurm, load_pyslurm
-from gpuq.model import JobState
+from gpuq.model import JobState, from_epoch
 from tests.slurm.samples import stand_in
 
 T0 = 1_795_976_256
@@ -60,14 +60,14 @@ def test_mapping_matches_the_cli_model() -> None:
     assert by_id["9"].state is JobState.RUNNING
     assert dict(by_id["9"].allocation) == {"gpu1": (0, 1, 2, 3)}
     assert by_id["9"].gpus == 4
-    assert by_id["9"].start_time == T0 + 4
+    assert by_id["9"].start_time == from_epoch(T0 + 4)
     assert by_id["9"].job_class == "urgent"
     assert by_id["8"].state is JobState.SUSPENDED
     assert dict(by_id["8"].allocation) == {"gpu2": (3,)}
     # No layout: GPUs spread over the allocated nodes, indexes unknown.
     assert dict(by_id["30"].allocation) == {"gpu1": (None, None), "gpu2": (None, None)}
     assert by_id["16_2"].start_time is None  # pending: the expected start is not a start
-    assert by_id["6+1"].exempt_until == datetime(2026, 11, 29, 23, tzinfo=UTC).timestamp()
+    assert by_id["6+1"].exempt_until == datetime(2026, 11, 29, 23, tzinfo=UTC)
     assert read.restarts == {"16_2": 1}
     assert read.raw_ids["16_2"] == "17"
 
@@ -101,13 +101,13 @@ def test_backend_reads_through_pyslurm_when_it_matches(
 ) -> None:
     backend = stand_in(history_s=0)
     monkeypatch.setattr(
-        backend, "show_config", lambda fresh=False: {"SLURM_VERSION": "22.05.8", "PreemptType": "preempt/qos"}
+        backend.configs, "show_config", lambda fresh=False: {"SLURM_VERSION": "22.05.8", "PreemptType": "preempt/qos"}
     )
-    read = backend._read_queue(lambda: "qos")
+    read = backend.queue_reader.read(lambda: "qos")
     assert backend.read_path == "pyslurm"
     assert [j.name for j in read.jobs] == ["from-pyslurm"]
     assert fake_pyslurm.loads == [1]  # type: ignore[attr-defined]
     fake_pyslurm.__version__ = "25.11.2"  # type: ignore[attr-defined]
     other = stand_in(history_s=0)
-    monkeypatch.setattr(other, "show_config", lambda fresh=False: {"SLURM_VERSION": "22.05.8"})
-    assert other._read_pyslurm(lambda: "qos") is None
+    monkeypatch.setattr(other.configs, "show_config", lambda fresh=False: {"SLURM_VERSION": "22.05.8"})
+    assert other.queue_reader._read_pyslurm(lambda: "qos") is None

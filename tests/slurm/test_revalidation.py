@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from gpuq.backends.base import PreviewRequest
+from gpuq.backends.base import PriorityChange
 from gpuq.backends.slurm import SlurmBackend
 from gpuq.backends.slurm.config import assoc_mgr_qos_digest
 from gpuq.backends.slurm.diskcache import SlurmDiskCache
@@ -26,9 +26,10 @@ from gpuq.backends.slurm.history import OVERLAP_S, HistoryCache
 from gpuq.backends.slurm.runner import Cancelled, CancelToken, Runner
 from gpuq.backends.slurm.values import text_time
 from gpuq.errors import BadInput
-from gpuq.model import Job, JobState, Snapshot
+from gpuq.model import Job, JobState, PreviewRequest, Snapshot, from_epoch
 from gpuq.policy.config import Mode
 from tests.clock import real_time
+from tests.factories import make_job
 from tests.slurm import cachefile
 from tests.slurm.samples import LIVE
 from tests.slurm.test_backend_fake_cli import _tool, fake  # noqa: F401 - the stand-in CLIs, by name below
@@ -38,7 +39,6 @@ DELIM = "\x1f"
 CAPTURED_T0 = text_time("2026-11-29T19:38:36") or 0.0
 BASE = float(int(real_time() - 3 * 3600))
 SHIFT = BASE - CAPTURED_T0
-
 
 
 def revalidation_backend(**options: Any) -> SlurmBackend:
@@ -303,21 +303,21 @@ def test_preview_and_actions_read_the_config_fresh(stand: Stand) -> None:
     assert backend.config_check == "kept"
     stand.reset_log()
     # The prediction needs the Preempt lists a kept table may not have seen change: sacctmgr now.
-    backend.native_preview(snap, PreviewRequest(gpus=1, qos="urgent"))
+    backend.native_preview(snap, PreviewRequest(gpus=1, hints={"qos": "urgent"}))
     assert len(stand.calls("sacctmgr ")) == 1
     # A second prediction on the same snapshot uses that read (made after the snapshot was taken).
-    backend.native_preview(snap, PreviewRequest(gpus=2, qos="urgent"))
+    backend.native_preview(snap, PreviewRequest(gpus=2, hints={"qos": "urgent"}))
     assert len(stand.calls("sacctmgr ")) == 1
     # A later snapshot within the TTL still gets a fresh read for its prediction.
     later = backend.snapshot()
     stand.reset_log()
-    backend.native_preview(later, PreviewRequest(gpus=1, qos="urgent"))
+    backend.native_preview(later, PreviewRequest(gpus=1, hints={"qos": "urgent"}))
     assert len(stand.calls("sacctmgr ")) == 1
-    # Every action reads it afresh, dry run or not, whatever is cached.
+    # Every action reads it afresh when it is prepared (a dry run is a prepared plan), whatever is cached.
     for act in (
-        lambda: backend.bump("9681", priority=9000, urgent=False, reason="t", dry_run=True),
-        lambda: backend.exempt("9681", until=None, reason="t", dry_run=True),
-        lambda: backend.preempt("9679", mode=Mode.REQUEUE, reason="t", dry_run=True),
+        lambda: backend.prepare_bump("9681", PriorityChange(to=9000), reason="t"),
+        lambda: backend.prepare_exempt("9681", None, reason="t"),
+        lambda: backend.prepare_preempt("9679", Mode.REQUEUE, reason="t"),
     ):
         stand.reset_log()
         act()
@@ -338,7 +338,7 @@ def _warm(stand: Stand) -> dict[str, Any]:
     made 60 s old (past history_ttl_s) and the next sacct sleeps 5 s: waiting for it shows."""
     first = revalidation_backend().snapshot(ledger=False)
     job = first.job("9680_1")
-    assert job is not None and job.preemption_times == (BASE + 4,) and job.submit_time == BASE
+    assert job is not None and job.preemption_times == (from_epoch(BASE + 4),) and job.submit_time == from_epoch(BASE)
     assert stand.cache()["history"]["accounted"]["restarts"] == {"9680_1": 1}
     stand.age(history=60)
     stand.sacct(_ROWS, sleep=5)
@@ -371,7 +371,7 @@ def test_unchanged_queue_does_not_wait_for_sacct(stand: Stand, capfd: pytest.Cap
     assert not _alive(pid)
     # The cached records stood in; the cache's window did not move, in memory or on disk.
     job = snap.job("9680_1")
-    assert job is not None and job.preemption_times == (BASE + 4,) and job.submit_time == BASE
+    assert job is not None and job.preemption_times == (from_epoch(BASE + 4),) and job.submit_time == from_epoch(BASE)
     assert backend.history_cache.read_until == before["read_until"]
     assert backend.history_cache.reads == 0
     assert stand.cache()["history"] == before
@@ -465,7 +465,7 @@ def test_a_requeue_slurmdbd_had_not_recorded_waits_until_it_has(stand: Stand) ->
     snap = backend.snapshot(ledger=False)
     assert not backend.history_skipped and "job 9680_1 has RestartCnt 1" in backend.history_wait
     job = snap.job("9680_1")
-    assert job is not None and job.preemption_times == (BASE + 4,)
+    assert job is not None and job.preemption_times == (from_epoch(BASE + 4),)
     assert stand.cache()["history"]["accounted"]["restarts"] == {"9680_1": 1}
     stand.age(history=20)
     stand.sacct(_ROWS, sleep=5)
@@ -486,7 +486,7 @@ def test_action_expiry_makes_the_next_read_wait(stand: Stand) -> None:
     _warm(stand)
     stand.sacct(_ROWS, sleep=0.3)
     backend = revalidation_backend()
-    backend._expire_history()  # what every non-dry-run action does
+    backend.expire_history()  # what every applied action does
     backend.snapshot(ledger=False)
     assert not backend.history_skipped and "an action" in backend.history_wait
 
@@ -563,7 +563,7 @@ def test_cancellable_run_maps_errors_and_returns_output_like_run(tmp_path: Path)
 
 
 def _job(jid: str, state: JobState, submit: float) -> Job:
-    return Job(jid, "n", "u", "t", "low", 1, state, submit, 1)
+    return make_job(jid, "n", "u", "t", "low", 1, state, submit, 1)
 
 
 def test_history_cache_keeps_what_it_accounts_for_on_disk() -> None:

@@ -7,7 +7,7 @@ round trips (``sacctmgr show qos``, ``sacct``). This file keeps them:
 - ``config``: the ``scontrol show config`` keys and the ``scontrol show partition -o`` /
   ``sacctmgr show qos`` texts, when sacctmgr was read (``read_at``) and when the whole was last
   read or checked (``checked_at``: valid for the backend's ``config_ttl_s``), and the fingerprint
-  it is checked against past that (slurmctld's view of the QOS, see `SlurmBackend.preempt_config`;
+  it is checked against past that (slurmctld's view of the QOS, see `configread.ConfigReader.preempt_config`;
   the QOS table is kept for at most ``config_max_age_s`` on an unchanged fingerprint);
 - ``history``: the sacct records of the window, when it was read, and the restart counts that
   read accounts for per queued job (`HistoryCache.to_json`, `HistoryCache.note_queue`);
@@ -16,7 +16,7 @@ round trips (``sacctmgr show qos``, ``sacct``). This file keeps them:
   and how many holders that read had to read indexes for (``gpu_holders``): past the backend's
   ``detail_one_by_one_max`` the next read starts the full ``scontrol show job -d -o`` beside
   squeue. A held entry is used only for a job squeue shows with the same StartTime, nodes and GPU
-  count; the count is only a hint: a wrong one costs time, never data (see `SlurmBackend._read_queue`).
+  count; the count is only a hint: a wrong one costs time, never data (see `queueread`).
 
 One file per cluster: the key is the ``-M`` cluster name and the absolute ``SLURM_CONF`` path;
 the file also records slurm.conf's size and modification time, and anything read under another

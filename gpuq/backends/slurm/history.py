@@ -12,10 +12,16 @@ being requeued (its RestartCnt grows) or, preempted by cancelling, passes COMPLE
 out. So with every job's RestartCnt no higher than the cached read accounted for
 (`note_queue`), and every suspended/completing job already shown so by the cached read, a new
 read would change nothing the live queue shows.
+
+Thread safety: a snapshot may refresh the cache while an action, in another thread, expires it.
+Every method takes the cache's lock; `refresh` releases it while sacct runs, and a read that an
+`expire` overtook keeps its records but leaves the cache expired, so the change the action made
+is still asked for at the next refresh.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -56,22 +62,39 @@ class HistoryCache:
         #: requeued runs of (`note_queue`); None: no queue read recorded with this sacct read
         self.accounted: dict[str, int] | None = None
         self.accounted_at: float | None = None
+        self._lock = threading.Lock()
+        #: how many times `expire` was called: a read it overtook does not count as fresh
+        self._expiries = 0
 
     def due(self, now: float) -> bool:
         """Whether `refresh` at ``now`` would ask sacct (no read yet, expired, or past the TTL)."""
+        with self._lock:
+            return self._due(now)
+
+    def _due(self, now: float) -> bool:
         return not (self.read_until is not None and self.fresh_at is not None and 0 <= now - self.fresh_at < self.ttl_s)
 
     def records(self) -> list[AcctRecord]:
         """The cached records, as the last `refresh` returned them (no sacct call)."""
-        return list(self._records.values())
+        with self._lock:
+            return list(self._records.values())
 
-    def note_queue(self, jobs: Sequence[Job], restarts: Mapping[str, int]) -> None:
+    def note_queue(self, jobs: Sequence[Job], restarts: Mapping[str, int], *, read_at: float | None = None) -> None:
         """Record, with the read just made, the RestartCnt it accounts for per queued job (squeue's
         ``jobs``/``restarts`` read beside it). A count is taken as accounted for when the read holds
         that many ended runs of the job, or when the job's last requeue (its reset SubmitTime) lies
         more than `OVERLAP_S` before the read (slurmdbd had it, or its runs are older than the
         window); otherwise (a requeue slurmdbd had not recorded yet, or one in the middle of
-        COMPLETING) only the ended runs the read holds count, so the next queue read waits for sacct."""
+        COMPLETING) only the ended runs the read holds count, so the next queue read waits for sacct.
+
+        ``read_at``: only if the latest read is the one made at that time and nothing was recorded
+        for it yet (a snapshot records the queue read beside its own sacct read, no other)."""
+        with self._lock:
+            if read_at is not None and (self.read_until != read_at or self.accounted_at == read_at):
+                return
+            self._note_queue(jobs, restarts)
+
+    def _note_queue(self, jobs: Sequence[Job], restarts: Mapping[str, int]) -> None:
         if self.read_until is None:
             return
         settled = self.read_until - OVERLAP_S
@@ -86,7 +109,8 @@ class HistoryCache:
             count = restarts.get(job.id, 0)
             if count <= 0:
                 continue
-            if ended.get(job.id, 0) >= count or (job.state in _SUBMIT_RESET and 0 < job.submit_time < settled):
+            requeued_at = job.submit_time.timestamp()
+            if ended.get(job.id, 0) >= count or (job.state in _SUBMIT_RESET and 0 < requeued_at < settled):
                 accounted[job.id] = count
             elif ended.get(job.id):
                 accounted[job.id] = ended[job.id]
@@ -103,6 +127,12 @@ class HistoryCache:
         a job it did not see), a suspended job must be suspended in the cached read, and a
         completing job's last run must have ended there; the cached read must be at most
         ``max_age_s`` old and not expired by an action."""
+        with self._lock:
+            return self._stand_in_reason(jobs, restarts, now, max_age_s)
+
+    def _stand_in_reason(
+        self, jobs: Sequence[Job], restarts: Mapping[str, int], now: float, max_age_s: float
+    ) -> str | None:
         if self.read_until is None:
             return "no sacct read yet"
         if self.fresh_at is None:
@@ -141,12 +171,24 @@ class HistoryCache:
 
     def refresh(self, now: float, fetch: Callable[[float], Iterable[AcctRecord]]) -> list[AcctRecord]:
         """The records of the window at ``now``, asking sacct (``fetch(start)``) only when `due`.
-        Nothing changes when ``fetch`` raises (a cancelled read leaves the cache as it was)."""
-        if not self.due(now):
-            return list(self._records.values())
-        start = now - self.window_s if self.read_until is None else self.read_until - OVERLAP_S
+        Nothing changes when ``fetch`` raises (a cancelled read leaves the cache as it was).
+        ``fetch`` runs outside the lock: an action may `expire` the cache meanwhile."""
+        with self._lock:
+            if not self._due(now):
+                return list(self._records.values())
+            start = now - self.window_s if self.read_until is None else self.read_until - OVERLAP_S
+            expiries = self._expiries
         fresh = list(fetch(start))
-        self.reads += 1
+        with self._lock:
+            self.reads += 1
+            if self.read_until is not None and self.read_until > now:
+                return list(self._records.values())  # a later read, from the same start, won the race
+            self._merge(now, fresh)
+            # An action expired the cache while sacct ran: its change may not be in this read.
+            self.fresh_at = now if self._expiries == expiries else None
+            return list(self._records.values())
+
+    def _merge(self, now: float, fresh: list[AcctRecord]) -> None:
         seen = {r.id for r in fresh}
         # A run that was pending at the last read may have started since: drop old placeholders.
         for key in [k for k in self._records if k[0] in seen and k[1] is None]:
@@ -157,18 +199,23 @@ class HistoryCache:
         for key in [k for k, r in self._records.items() if r.end is not None and r.end < horizon]:
             del self._records[key]
         self.read_until = now
-        self.fresh_at = now
         self.accounted = self.accounted_at = None  # until `note_queue` says what this read accounts for
-        return list(self._records.values())
 
     def expire(self) -> None:
-        """Make the next `refresh` ask sacct (still only since the last read) despite the TTL."""
-        self.fresh_at = None
+        """Make the next `refresh` ask sacct (still only since the last read) despite the TTL, also
+        when a read under way when this is called finishes after it."""
+        with self._lock:
+            self.fresh_at = None
+            self._expiries += 1
 
     # ------------------------------------------------------------------ persistence
     def to_json(self) -> dict[str, Any]:
         """A JSON-able form: the window, when it was read, the records (states by value), and the
         restart counts that read accounts for (`note_queue`), with the read they belong to."""
+        with self._lock:
+            return self._to_json()
+
+    def _to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "window_s": self.window_s,
             "read_until": self.read_until,
@@ -176,7 +223,7 @@ class HistoryCache:
             "records": [[*r[:8], r.state.value, *r[9:]] for r in self._records.values()],
         }
         if self.accounted is not None:
-            data["accounted"] = {"at": self.accounted_at, "restarts": self.accounted}
+            data["accounted"] = {"at": self.accounted_at, "restarts": dict(self.accounted)}
         return data
 
     def load_json(self, data: Any) -> bool:
@@ -199,10 +246,11 @@ class HistoryCache:
                 records[(rec.id, rec.start)] = rec
         except (KeyError, TypeError, ValueError, IndexError):
             return False
-        self.read_until = float(read_until)
-        self.fresh_at = None if fresh_at is None else float(fresh_at)
-        self._records = records
-        self.accounted, self.accounted_at = _accounted_from(data.get("accounted"))
+        with self._lock:
+            self.read_until = float(read_until)
+            self.fresh_at = None if fresh_at is None else float(fresh_at)
+            self._records = records
+            self.accounted, self.accounted_at = _accounted_from(data.get("accounted"))
         return True
 
 

@@ -10,7 +10,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import MappingProxyType
 
 from gpuq.model import Job, JobState
 
@@ -29,8 +28,8 @@ __all__ = [
 #: preempt/partition_prio (that is what decides preemption there).
 ClassKey = str
 
-#: The shared empty allocation of pending and finished jobs.
-NO_ALLOCATION: Mapping[str, tuple[int | None, ...]] = MappingProxyType({})
+#: The shared empty allocation of pending and finished jobs (one dict for all: never mutated).
+NO_ALLOCATION: dict[str, tuple[int | None, ...]] = {}
 
 _STATE_MAP: dict[str, JobState] = {
     "PENDING": JobState.PENDING,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from gpuq.backends.slurm.gres import (
@@ -31,7 +30,7 @@ from gpuq.backends.slurm.jobs import (
     parse_admin_comment,
 )
 from gpuq.backends.slurm.text import gpu_state, map_node_state
-from gpuq.backends.slurm.values import epoch_or_none, expand_hostlist, json_number
+from gpuq.backends.slurm.values import EPOCH, expand_hostlist, json_number, moment, moment_or_none
 from gpuq.backends.slurm.version import SlurmVersion, version_from_meta
 from gpuq.model import Job, JobState, Node
 
@@ -113,13 +112,15 @@ def parse_jobs_json(data: Mapping[str, Any], class_key: ClassKey) -> QueueRead:
                 job_class=class_of(class_key, qos, partition),
                 priority=_num(job.get("priority")),
                 state=state,
-                submit_time=epoch_or_none(job.get("submit_time")) or 0.0,
+                submit_time=moment_or_none(job.get("submit_time")) or EPOCH,
+                eligible_time=moment_or_none(job.get("eligible_time")),
+                start_time=None if pending else moment_or_none(job.get("start_time")),
+                end_time=None if pending or state in _NO_END else moment_or_none(job.get("end_time")),
                 gpus=gpus,
-                eligible_time=epoch_or_none(job.get("eligible_time")),
-                start_time=None if pending else epoch_or_none(job.get("start_time")),
-                end_time=None if pending or state in _NO_END else epoch_or_none(job.get("end_time")),
-                allocation=MappingProxyType(allocation) if allocation else NO_ALLOCATION,
-                exempt_until=note.exempt_until,
+                allocation=allocation or NO_ALLOCATION,
+                preemption_times=(),
+                last_checkpoint_time=None,
+                exempt_until=moment(note.exempt_until),
                 reason=None if reason == "None" else reason,
                 account=account,
                 partition=partition,

@@ -5,14 +5,25 @@ and finished jobs (for SLA percentiles) that squeue no longer shows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from msgspec.structs import replace
 
 from gpuq.backends.slurm.jobs import NO_ALLOCATION, ClassKey, class_of
 from gpuq.backends.slurm.sacct import AcctRecord
+from gpuq.backends.slurm.values import moment
 from gpuq.model import Job, JobState, PreemptionEvent
 
 __all__ = ["merge_history"]
 
 _FINAL = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.PREEMPTED, JobState.TIMEOUT})
+
+
+def _at(epoch: float) -> datetime:
+    found = moment(epoch)
+    assert found is not None
+    return found
 
 
 def merge_history(
@@ -34,7 +45,7 @@ def merge_history(
                 mode = "requeue" if rec.raw_state.startswith(("PREEMPTED", "REQUEUED")) else "cancel"
                 if rec.raw_state.startswith("PREEMPTED") and preempt_modes:
                     mode = preempt_modes.get(rec.qos or rec.partition or "", mode)
-                events.append(PreemptionEvent(rec.end, jid, None, rec.gpus, lost, mode, rec.raw_state))
+                events.append(PreemptionEvent(_at(rec.end), jid, None, rec.gpus, lost, mode, rec.raw_state))
     out: list[Job] = []
     live = set()
     for job in jobs:
@@ -44,22 +55,22 @@ def merge_history(
             out.append(job)
             continue
         submits = [r.submit for r in recs if r.submit is not None]
-        times = tuple(sorted({r.end for r in recs if r.preempted and r.end is not None}))
-        changes: dict[str, object] = {}
-        if submits and min(submits) < job.submit_time:
+        times = {_at(t) for t in {r.end for r in recs if r.preempted and r.end is not None}}
+        changes: dict[str, Any] = {}
+        if submits and min(submits) < job.submit_time.timestamp():
             # A requeue reset squeue's SubmitTime; sacct's first run keeps the original. EligibleTime
             # stays squeue's: the start of the current wait (the run before it is not queue time).
-            changes["submit_time"] = min(submits)
+            changes["submit_time"] = _at(min(submits))
         if times:
-            changes["preemption_times"] = tuple(sorted(set(job.preemption_times) | set(times)))
-        out.append(job._replace(**changes) if changes else job)  # type: ignore[arg-type]
+            changes["preemption_times"] = tuple(sorted(set(job.preemption_times) | times))
+        out.append(replace(job, **changes) if changes else job)
     for jid, recs in runs.items():
         if jid in live:
             continue
         last = recs[-1]
         if last.state not in _FINAL:
             continue  # still queued elsewhere (or not visible in squeue): not a finished job
-        times = tuple(sorted({r.end for r in recs if r.preempted and r.end is not None}))
+        ended = tuple(sorted({_at(r.end) for r in recs if r.preempted and r.end is not None}))
         first = recs[0]
         # The SLA wait of a finished job: first eligibility to its first start.
         started = next((r for r in recs if r.start is not None), None)
@@ -72,13 +83,15 @@ def merge_history(
                 job_class=class_of(class_key, last.qos, last.partition),
                 priority=last.priority,
                 state=last.state,
-                submit_time=first.submit or last.submit or 0.0,
+                submit_time=_at(first.submit or last.submit or 0.0),
+                eligible_time=moment(first.eligible),
+                start_time=moment(started.start) if started else None,
+                end_time=moment(last.end),
                 gpus=last.gpus,
-                eligible_time=first.eligible,
-                start_time=started.start if started else None,
-                end_time=last.end,
                 allocation=NO_ALLOCATION,
-                preemption_times=times,
+                preemption_times=ended,
+                last_checkpoint_time=None,
+                exempt_until=None,
                 account=last.account,
                 partition=last.partition,
                 qos=last.qos,

@@ -25,9 +25,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gpuq.backends.base import NativePlan, PreviewRequest
+from gpuq.backends.base import NativePlan, NativeVictim
 from gpuq.backends.slurm.config import PreemptConfig
-from gpuq.model import Job, JobState, Node, Snapshot
+from gpuq.model import Job, JobState, Node, PreviewRequest, Snapshot
 
 __all__ = ["predict_preemption"]
 
@@ -79,17 +79,34 @@ def _exempt(cfg: PreemptConfig, victim: Job, now: float) -> bool:
         exempt_s = cfg.exempt_time_s
     if not exempt_s or victim.start_time is None:
         return False
-    return victim.start_time + exempt_s > now
+    return victim.start_time.timestamp() + exempt_s > now
+
+
+def _base_prio(cfg: PreemptConfig, job: Job) -> int:
+    """slurmctld's preemption priority of a job: its QOS's priority, or its partition's PriorityTier."""
+    if cfg.by_qos:
+        qos = cfg.qos.get(job.qos or "")
+        return qos.priority if qos else 0
+    part = cfg.partitions.get(job.partition or "")
+    return part.priority_tier if part else 0
 
 
 def _prio(cfg: PreemptConfig, job: Job) -> int:
+    return (min(_base_prio(cfg, job), 0xFFFF) << 16) + min(len(job.allocation) or 1, 0xFFFF)
+
+
+def _why(cfg: PreemptConfig, victim: Job, qos: str | None, partition: str | None, mode: str) -> str:
+    """Why slurmctld may take `victim` for the request, in one sentence."""
     if cfg.by_qos:
-        qos = cfg.qos.get(job.qos or "")
-        base = qos.priority if qos else 0
+        why = f"QOS {qos} may preempt {victim.qos}"
     else:
-        part = cfg.partitions.get(job.partition or "")
-        base = part.priority_tier if part else 0
-    return (min(base, 0xFFFF) << 16) + min(len(job.allocation) or 1, 0xFFFF)
+        mine, theirs = cfg.partitions[partition or ""], cfg.partitions[victim.partition or ""]
+        why = (
+            f"partition {mine.name} (PriorityTier {mine.priority_tier}) outranks "
+            f"{theirs.name} (PriorityTier {theirs.priority_tier})"
+        )
+    order = "; youngest first" if cfg.youngest_first else ""
+    return f"{why}; PreemptMode={mode}{order}"
 
 
 def _fits(free: dict[str, int], nodes: Sequence[Node], gpus: int, single: bool) -> tuple[str, ...] | None:
@@ -123,12 +140,12 @@ def predict_preemption(
     notes: list[str] = []
     pending: Job | None = snapshot.job(request.job_id) if request.job_id else None
     gpus = pending.gpus if pending is not None else request.gpus
-    qos = request.qos or (pending.qos if pending else None)
+    qos = request.hints.get("qos") or (pending.qos if pending else None)
     if qos is None and request.urgent and urgent_qos:
         qos = urgent_qos
     if qos is None and cfg.by_qos and request.job_class in cfg.qos:
         qos = request.job_class
-    partition = request.partition or (pending.partition if pending else None)
+    partition = request.hints.get("partition") or (pending.partition if pending else None)
     if partition is None and cfg.by_partition and request.job_class in cfg.partitions:
         partition = request.job_class
     partition = partition or cfg.default_partition
@@ -173,7 +190,7 @@ def predict_preemption(
         by_node = {n: len(idx) for n, idx in job.allocation.items()}
         cands.append(_Cand(job, by_node, _prio(cfg, job), _job_order(job.id, raw_ids)))
     if cfg.youngest_first:
-        cands.sort(key=lambda c: (-(c.job.start_time or 0.0), c.order))
+        cands.sort(key=lambda c: (-(c.job.start_time.timestamp() if c.job.start_time else 0.0), c.order))
     else:
         cands.sort(key=lambda c: (c.prio, c.order))  # stable: job-list order within a priority
 
@@ -209,21 +226,23 @@ def predict_preemption(
                 cand.usable = 0
             cands.sort(key=lambda c: -c.usable)  # stable, like slurmctld's list_sort
 
-    victims: list[dict[str, object]] = []
+    victims: list[NativeVictim] = []
     for cand in cands:
         if not set(cand.gpus_by_node).intersection(chosen):
             continue
         if cand.usable:
             break
         job = cand.job
+        mode = _mode(cfg, job)
+        details = {"qos": job.qos, "partition": job.partition, "mode": mode.lower()}
         victims.append(
-            {
-                "id": job.id,
-                "gpus": job.gpus,
-                "node": ",".join(cand.gpus_by_node),
-                "qos": job.qos,
-                "partition": job.partition,
-                "mode": _mode(cfg, job).lower(),
-            }
+            NativeVictim(
+                id=job.id,
+                nodes=tuple(cand.gpus_by_node),
+                gpus=job.gpus,
+                priority=_base_prio(cfg, job),
+                reason=_why(cfg, job, qos, partition, mode),
+                details={k: v for k, v in details.items() if v is not None},
+            )
         )
     return NativePlan(bool(victims), nodes=chosen, victims=tuple(victims), notes=tuple(notes))

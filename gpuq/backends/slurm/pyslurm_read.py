@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Mapping
-from types import MappingProxyType, ModuleType
+from types import ModuleType
 from typing import Any
 
 from gpuq.backends.slurm.gres import gpus_from_tres_per
@@ -26,7 +26,7 @@ from gpuq.backends.slurm.jobs import (
     map_state,
     parse_admin_comment,
 )
-from gpuq.backends.slurm.values import expand_hostlist, expand_indexes
+from gpuq.backends.slurm.values import EPOCH, expand_hostlist, expand_indexes, moment
 from gpuq.model import Job, JobState
 
 __all__ = ["jobs_from_pyslurm", "load_pyslurm"]
@@ -121,13 +121,15 @@ def jobs_from_pyslurm(jobs: Iterable[Any], class_key: ClassKey) -> QueueRead:
                 job_class=class_of(class_key, qos, partition),
                 priority=int(job.priority or 0),
                 state=state,
-                submit_time=_time(job.submit_time) or 0.0,
+                submit_time=moment(_time(job.submit_time)) or EPOCH,
+                eligible_time=moment(_time(_attr(job, "eligible_time"))),
+                start_time=None if pending else moment(_time(job.start_time)),
+                end_time=None if pending or state in _HOLDING else moment(_time(_attr(job, "end_time"))),
                 gpus=gpus,
-                eligible_time=_time(_attr(job, "eligible_time")),
-                start_time=None if pending else _time(job.start_time),
-                end_time=None if pending or state in _HOLDING else _time(_attr(job, "end_time")),
-                allocation=MappingProxyType(allocation) if allocation else NO_ALLOCATION,
-                exempt_until=parse_admin_comment(_attr(job, "admin_comment")).exempt_until,
+                allocation=allocation or NO_ALLOCATION,
+                preemption_times=(),
+                last_checkpoint_time=None,
+                exempt_until=moment(parse_admin_comment(_attr(job, "admin_comment")).exempt_until),
                 reason=None if reason in (None, "None") else str(reason),
                 account=account,
                 partition=partition,

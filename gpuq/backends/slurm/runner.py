@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Literal, TypeVar, overload
 
-from gpuq.errors import GpuqError, NotFound, PermissionDenied, Refused, Unreachable
+from gpuq.errors import BadInput, GpuqError, NotFound, PermissionDenied, Refused, Unreachable
 
-__all__ = ["CancelToken", "Cancelled", "Runner", "controller_address"]
+__all__ = ["CancelToken", "Cancelled", "Runner", "controller_address", "parse_output"]
 
 T = TypeVar("T")
 
@@ -63,6 +63,17 @@ def controller_address(conf: str | None = None) -> str:
         elif key == "slurmctldport":
             port = value.strip().split("-")[0]
     return f"{host or 'unknown host'}:{port} (from {path})"
+
+
+def parse_output(command: str, parse: Callable[[], T]) -> T:
+    """``parse()``, with a parser's failure on unexpected output turned into BadInput naming the
+    command (what an operator can act on), never a traceback."""
+    try:
+        return parse()
+    except GpuqError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise BadInput(f"could not parse the output of `{command}`: {exc}") from None
 
 
 class Cancelled(Exception):
@@ -120,11 +131,18 @@ class Runner:
         return argv
 
     def run(
-        self, args: Sequence[str], *, timeout_s: float | None = None, what: str = "", cancel: CancelToken | None = None
+        self,
+        args: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        what: str = "",
+        cancel: CancelToken | None = None,
+        as_is: bool = False,
     ) -> str:
         """Run; return stdout. Raises NotFound/PermissionDenied/Unreachable/Refused on failure, and
-        `Cancelled` when ``cancel`` was cancelled before the command finished."""
-        argv = self.argv(args)
+        `Cancelled` when ``cancel`` was cancelled before the command finished. ``as_is``: ``args``
+        is already what `argv` made of a command (an action plan's exact command line)."""
+        argv = list(args) if as_is else self.argv(args)
         shown = _shown(argv)
         if cancel is not None:
             return self._run_cancellable(argv, shown, timeout_s or self.timeout_s, what, cancel)
@@ -177,9 +195,9 @@ class Runner:
         timeout_s: float | None = None,
         what: str = "",
     ) -> T:
-        """Like `run`, but ``consume`` gets stdout's lines while the command still writes them (a
-        9,500-job ``squeue`` spends ~30 ms printing: parsing overlaps it). Errors are mapped as in
-        `run`, and a failed command's error wins over whatever ``consume`` made of its output."""
+        """Like `run`, but ``consume`` gets stdout's lines while the command still writes them, so
+        parsing overlaps a large queue's printing. Errors are mapped as in `run`, and a failed
+        command's error wins over whatever ``consume`` made of its output."""
         argv = self.argv(args)
         shown = _shown(argv)
         limit = timeout_s or self.timeout_s

@@ -45,8 +45,8 @@ SACCT_FIELDS: tuple[str, ...] = (
     "ReqTRES",
 )
 #: The same columns with the QOS as its id. Printing QOS names makes sacct fetch the QOS list
-#: from slurmdbd in a second round trip (measured on the lab, 22.05: 0.23 s -> 0.14 s for a 24 h
-#: read); the ids are mapped back to names from slurmctld (`config.parse_assoc_mgr_qos_names`).
+#: from slurmdbd in one more round trip (the README has the measurement); the ids are mapped back
+#: to names from slurmctld (`config.parse_assoc_mgr_qos_names`).
 SACCT_FIELDS_QOSRAW: tuple[str, ...] = tuple("QOSRAW" if f == "QOS" else f for f in SACCT_FIELDS)
 
 

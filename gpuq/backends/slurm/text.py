@@ -1,17 +1,19 @@
 """The cheap text read path: ``squeue --Format`` (one delimited line per job) and
 ``scontrol show job -d -o`` (one line per job, with per-node ``GRES=gpu:h100:4(IDX:0-3)``).
 
-Measured at 9,500 jobs on 22.05: squeue --Format 0.08 s, scontrol -d -o 0.18 s, while
-``squeue --json`` takes about 1 s and 450 MB. The scontrol lines are only fully tokenised for
-jobs that hold GPUs, were requeued or carry an AdminComment; the rest are skipped by substring.
+Both are far cheaper than ``squeue --json`` on a large queue, in time and memory (the README's
+read-path table has the measurements). The scontrol lines are only fully tokenised for jobs that
+hold GPUs, were requeued or carry an AdminComment; the rest are skipped by substring.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from datetime import UTC, datetime
+
+from msgspec.structs import replace
 
 from gpuq.backends.slurm.gres import (
     gpu_model,
@@ -31,7 +33,7 @@ from gpuq.backends.slurm.jobs import (
     map_state,
     parse_admin_comment,
 )
-from gpuq.backends.slurm.values import TIME_CACHE, expand_hostlist, text_time
+from gpuq.backends.slurm.values import MOMENT_CACHE, expand_hostlist, text_moment, text_time
 from gpuq.model import Job, JobState, Node, NodeState
 
 __all__ = [
@@ -123,17 +125,18 @@ def _gpus(tres_alloc: str, per_job: str, per_node: str, nnodes: int) -> int:
 _HOLDING = (JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING)
 _STATES = {name: map_state(name) for name in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")}
 _NULL = frozenset({"", "(null)", "N/A"})
-_TIME_CACHE = TIME_CACHE
+_MOMENTS = MOMENT_CACHE
+_EPOCH = datetime.fromtimestamp(0, UTC)
 
 
-# Jobs are built positionally (about twice as fast as keywords at 200,000 jobs); this pins the
+# Jobs are built positionally (markedly faster than keywords on a large queue); this pins the
 # field order the code below relies on, so a model change fails loudly at import.
 _JOB_PREFIX = (
-    "id", "name", "user", "tenant", "job_class", "priority", "state", "submit_time", "gpus",
-    "eligible_time", "start_time", "end_time", "allocation", "preemption_times",
-    "last_checkpoint_time", "exempt_until", "reason", "urgent", "account", "partition", "qos", "comment",
+    "id", "name", "user", "tenant", "job_class", "priority", "state", "submit_time", "eligible_time",
+    "start_time", "end_time", "gpus", "allocation", "preemption_times", "last_checkpoint_time", "exempt_until",
+    "reason", "urgent", "account", "partition", "qos", "comment",
 )  # fmt: skip
-if Job._fields[: len(_JOB_PREFIX)] != _JOB_PREFIX:  # pragma: no cover - guards a model change
+if Job.__struct_fields__[: len(_JOB_PREFIX)] != _JOB_PREFIX:  # pragma: no cover - guards a model change
     raise ImportError("gpuq.model.Job fields changed; update gpuq.backends.slurm.text")
 
 
@@ -151,7 +154,7 @@ def parse_squeue_format(
     by_partition = class_key == "partition"
     restarts_from_details = details is not None
     details = details or {}
-    times = _TIME_CACHE
+    times = _MOMENTS
     append = out.jobs.append
     raw_ids = out.raw_ids
     lines = text.splitlines() if isinstance(text, str) else text
@@ -172,29 +175,29 @@ def parse_squeue_format(
         state = _STATES.get(state_s) or map_state(state_s)
         detail = details.get(raw_id) if details else None
         gpus = _gpus(tres_alloc, per_job, per_node, int(nnodes_s) if nnodes_s.isdigit() else 1)
-        allocation: Mapping[str, tuple[int | None, ...]] = NO_ALLOCATION
+        allocation: dict[str, tuple[int | None, ...]] = NO_ALLOCATION
         pending = state is JobState.PENDING
         if not pending and state in _HOLDING:
             if detail is not None and detail.allocation:
-                allocation = MappingProxyType(detail.allocation)
+                allocation = detail.allocation
                 gpus = sum(len(v) for v in detail.allocation.values()) or gpus
             else:
                 placeholder = allocation_from(expand_hostlist(nodelist), gpus, None)
-                allocation = MappingProxyType(placeholder) if placeholder else NO_ALLOCATION
+                allocation = placeholder or NO_ALLOCATION
                 if gpus:
                     out.needs_detail.append(raw_id)
         admin = f[nbasic] if extended else (detail.admin_comment if detail else "")
-        exempt_until = parse_admin_comment(admin).exempt_until if "gpuq:" in admin else None
+        exempt = parse_admin_comment(admin).exempt_until if "gpuq:" in admin else None
         qos = None if qos_s in _NULL else qos_s
         partition = None if partition_s in _NULL else partition_s
         account = None if account_s in _NULL else account_s
-        submit = times[submit_s] if submit_s in times else text_time(submit_s)
-        eligible = times[eligible_s] if eligible_s in times else text_time(eligible_s)
+        submit = times[submit_s] if submit_s in times else text_moment(submit_s)
+        eligible = times[eligible_s] if eligible_s in times else text_moment(eligible_s)
         start = end = None
         if not pending:
-            start = times[start_s] if start_s in times else text_time(start_s)
+            start = times[start_s] if start_s in times else text_moment(start_s)
             if state not in _HOLDING:
-                end = text_time(end_s)
+                end = text_moment(end_s)
         append(
             Job(
                 jid,
@@ -204,16 +207,16 @@ def parse_squeue_format(
                 (partition or qos or "") if by_partition else (qos or partition or ""),
                 int(prio_s) if prio_s.isdigit() else 0,
                 state,
-                submit if submit is not None else 0.0,
-                gpus,
+                submit if submit is not None else _EPOCH,
                 eligible,
                 # For pending jobs squeue shows the *expected* start; the model wants actual starts.
                 start,
                 end,
+                gpus,
                 allocation,
                 (),
                 None,
-                exempt_until,
+                None if exempt is None else datetime.fromtimestamp(exempt, UTC),
                 None if reason in ("None", "") else reason,
                 False,
                 account,
@@ -264,10 +267,12 @@ def apply_details(
         raw = raw_ids[job.id]
         if raw in wanted and job.state in _HOLDING:
             detail = details[raw]
-            if same_run and (detail.start is None or detail.start != job.start_time):
+            if same_run and (
+                detail.start is None or job.start_time is None or detail.start != job.start_time.timestamp()
+            ):
                 continue
             alloc = detail.allocation
-            jobs[i] = job._replace(allocation=MappingProxyType(alloc), gpus=sum(len(v) for v in alloc.values()))
+            jobs[i] = replace(job, allocation=alloc, gpus=sum(len(v) for v in alloc.values()))
             done.add(raw)
     read.needs_detail = [r for r in read.needs_detail if r not in done]
     return read
@@ -350,10 +355,10 @@ def detail_wanted(record: str) -> bool:
 
 def parse_scontrol_detail(text: str, *, starts: bool = False) -> dict[str, JobDetail]:
     """The `JobDetail` of every job that has one, by numeric JobId; with ``starts`` also the
-    StartTime of jobs with GPU indexes (for `apply_details(same_run=True)`; ~0.5 us a line).
+    StartTime of jobs with GPU indexes (for `apply_details(same_run=True)`).
 
-    Only the few keys needed are pulled out with regexes (full tokenising of 120,000 detail lines
-    took 2.7 s); lines with nothing to tell are skipped by substring first.
+    Only the few keys needed are pulled out with regexes (tokenising every line in full was the
+    slow part of a large read); lines with nothing to tell are skipped by substring first.
     """
     out: dict[str, JobDetail] = {}
     for line in scontrol_records(text):
@@ -417,13 +422,15 @@ def parse_scontrol_jobs(text: str, class_key: ClassKey) -> QueueRead:
                 job_class=class_of(class_key, qos, partition),
                 priority=int(f.get("Priority", "0") or 0),
                 state=state,
-                submit_time=text_time(f.get("SubmitTime", "")) or 0.0,
+                submit_time=text_moment(f.get("SubmitTime", "")) or _EPOCH,
+                eligible_time=text_moment(f.get("EligibleTime", "")),
+                start_time=None if state is JobState.PENDING else text_moment(f.get("StartTime", "")),
+                end_time=None if state is JobState.PENDING else text_moment(f.get("EndTime", "")),
                 gpus=gpus,
-                eligible_time=text_time(f.get("EligibleTime", "")),
-                start_time=None if state is JobState.PENDING else text_time(f.get("StartTime", "")),
-                end_time=None if state is JobState.PENDING else text_time(f.get("EndTime", "")),
-                allocation=MappingProxyType(allocation) if allocation else NO_ALLOCATION,
-                exempt_until=note.exempt_until,
+                allocation=allocation or NO_ALLOCATION,
+                preemption_times=(),
+                last_checkpoint_time=None,
+                exempt_until=None if note.exempt_until is None else datetime.fromtimestamp(note.exempt_until, UTC),
                 reason=None if reason == "None" else reason,
                 account=account,
                 partition=partition,

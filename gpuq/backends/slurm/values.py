@@ -6,7 +6,7 @@ seconds, and from 23.02 on wraps numbers as ``{"set", "infinite", "number"}``.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -16,7 +16,12 @@ __all__ = [
     "expand_hostlist",
     "expand_indexes",
     "json_number",
+    "EPOCH",
+    "MOMENT_CACHE",
     "TIME_CACHE",
+    "moment",
+    "moment_or_none",
+    "text_moment",
     "text_time",
 ]
 
@@ -61,6 +66,35 @@ def text_time(text: str) -> float | None:
         TIME_CACHE.clear()
     TIME_CACHE[text] = value
     return value
+
+
+#: The model's stand-in for a time Slurm did not give where the model needs one (a submit time).
+EPOCH = datetime.fromtimestamp(0, UTC)
+
+
+def moment(epoch: float | None) -> datetime | None:
+    """Epoch seconds as the model's UTC datetime."""
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
+
+#: The same times as model datetimes (UTC), for the jobs the parsers build.
+MOMENT_CACHE: dict[str, datetime | None] = {}
+
+
+def text_moment(text: str) -> datetime | None:
+    """`text_time` as a UTC datetime (the model's times), cached the same way."""
+    if text in MOMENT_CACHE:
+        return MOMENT_CACHE[text]
+    value = moment(text_time(text))
+    if len(MOMENT_CACHE) > 200_000:
+        MOMENT_CACHE.clear()
+    MOMENT_CACHE[text] = value
+    return value
+
+
+def moment_or_none(value: Any) -> datetime | None:
+    """`epoch_or_none` as a UTC datetime."""
+    return moment(epoch_or_none(value))
 
 
 def expand_indexes(text: str) -> tuple[int, ...]:

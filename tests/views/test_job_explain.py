@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from gpuq.model import Job, JobClass, JobState, Node, Snapshot
 from gpuq.policy.config import Policy
-from gpuq.policy.explain import pending_reasons, queue_position
+from gpuq.policy.order import queue_position
+from gpuq.views.job import pending_reasons
+from tests.factories import make_job, make_snapshot
 
 NOW = 1_800_000_000.0
 
 
 def pending(job_id: str, gpus: int, priority: int = 100, age: float = 600, cls: str = "normal") -> Job:
-    return Job(job_id, job_id, "u", "t", cls, priority, JobState.PENDING, NOW - age, gpus, reason="Resources")
+    return make_job(job_id, job_id, "u", "t", cls, priority, JobState.PENDING, NOW - age, gpus, reason="Resources")
 
 
 def running(job_id: str, node: str, gpus: int, priority: int = 10) -> Job:
-    return Job(job_id, job_id, "u", "t", "normal", priority, JobState.RUNNING, NOW - 7200, gpus,
+    return make_job(job_id, job_id, "u", "t", "normal", priority, JobState.RUNNING, NOW - 7200, gpus,
                start_time=NOW - 3600, allocation={node: tuple(range(gpus))})
 
 
 def snap(*jobs: Job) -> Snapshot:
-    return Snapshot("c", "demo", NOW, (JobClass("normal", 100, True, 1800, 3600),), (Node("n1", 8),), jobs)
+    return make_snapshot("c", "demo", NOW, (JobClass("normal", 100, True, 1800, 3600),), (Node("n1", 8),), jobs)
 
 
 def test_blocked_job_names_its_victims() -> None:

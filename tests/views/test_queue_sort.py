@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuq.cli import queue as q
-from gpuq.model import Job, JobState
+from gpuq.model import JobState
+from gpuq.views import queue as q
+from tests.factories import make_job
 
 
 @settings(max_examples=200, deadline=None)
@@ -16,12 +17,12 @@ from gpuq.model import Job, JobState
 )
 def test_two_pass_sort_matches_key_order(rows: list[tuple[float, float]], reverse: bool) -> None:
     built = [
-        q.QueueRow(Job(str(i), "n", "u", "t", "c", 1, JobState.PENDING, submit, 1), None, eff, 0, 0)
+        q.QueueRow(make_job(str(i), "n", "u", "t", "c", 1, JobState.PENDING, submit, 1), None, eff, 0, 0,
+                   q.SlaStatus.NONE)
         for i, (eff, submit) in enumerate(rows)
     ]
-    key, descending = q._SORTS["effective"]
+    key, descending = q.SORT_KEYS["effective"]
     expected = sorted(built, key=key, reverse=descending != reverse)
     got = list(built)
-    got.sort(key=q._submit_time, reverse=reverse)
-    got.sort(key=q._effective, reverse=not reverse)
+    q.sort_rows(got, "effective", reverse)
     assert [r.job.id for r in got] == [r.job.id for r in expected]

@@ -1,38 +1,69 @@
-"""The immutable domain model: exactly `gpuq.snapshot/v1` (see README, "Snapshot format").
+"""The immutable domain model: exactly `gpuq.snapshot/v1` (README, "Snapshot format").
 
 Every backend turns its world into these objects; policy, SLA maths and the simulator are pure
-functions over them. Times are float epoch seconds (UTC); `snapshot_io` converts to and from JSON.
+functions over them. They are msgspec structs: `gpuq.model.codec` decodes and validates a snapshot
+file straight into them and encodes them back byte for byte, and with ``gc=False`` the cyclic
+garbage collector does not track the hundreds of thousands of jobs of a large cluster.
+
+Times are timezone-aware `datetime`s (what the wire carries, decoded in C); the policy's arithmetic
+runs on epoch seconds (`to_epoch`, `Snapshot.now`), the simulator's on its own floats
+(`from_epoch` converts, exactly for whole microseconds). Durations are float seconds.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
-from types import MappingProxyType
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 
-from gpuq.gcpause import gc_paused
-
-T = TypeVar("T")
+import msgspec
 
 __all__ = [
-    "FORMAT",
     "ACTIVE_STATES",
-    "QUEUED_STATES",
-    "NO_ALLOCATION",
     "DAY_S",
+    "FORMAT",
+    "QUEUED_STATES",
+    "GpuIndex",
     "Job",
     "JobClass",
+    "JobIdKey",
     "JobState",
     "Node",
     "NodeState",
     "PreemptionEvent",
+    "PreviewRequest",
     "Snapshot",
+    "Timestamp",
+    "from_epoch",
+    "job_id_key",
+    "to_epoch",
 ]
+
+T = TypeVar("T")
 
 FORMAT = "gpuq.snapshot/v1"
 DAY_S = 86400.0
+
+#: An RFC 3339 time with its UTC offset (a time without one is refused when decoded).
+Timestamp = Annotated[datetime, msgspec.Meta(tz=True)]
+#: A count or a length in seconds: never negative.
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0.0)]
+#: A GPU's index on its node; None where the backend cannot tell which GPU (Kubernetes).
+GpuIndex = NonNegativeInt | None
+
+
+def from_epoch(seconds: float) -> datetime:
+    """The UTC time `seconds` after the Unix epoch (exact for whole microseconds)."""
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def to_epoch(moment: datetime) -> float:
+    """Seconds since the Unix epoch."""
+    return moment.timestamp()
 
 
 class JobState(StrEnum):
@@ -66,38 +97,49 @@ class NodeState(StrEnum):
         return self not in (NodeState.DOWN, NodeState.DRAIN)
 
 
-@dataclass(frozen=True, slots=True)
-class JobClass:
+#: The sort key of `job_id_key`: numbers compare as numbers, the id itself settles the rest.
+JobIdKey = tuple[tuple[int, str, int], ...]
+_DIGITS = re.compile(r"(\d+)")
+
+
+def job_id_key(job_id: str) -> JobIdKey:
+    """gpuq's one order of job ids, used by every tie-break and listing: numeric parts compare as
+    numbers (``999 < 1000``, ``12 < 12_1 < 12_10``), text parts as text, and the id itself
+    settles what is left (``007`` before ``7``), so it is a total order."""
+    if job_id.isdigit():
+        return ((0, "", int(job_id)), (-1, job_id, 0))
+    parts: list[tuple[int, str, int]] = []
+    for chunk in _DIGITS.split(job_id):
+        if chunk:
+            parts.append((0, "", int(chunk)) if chunk.isdigit() else (1, chunk, 0))
+    parts.append((-1, job_id, 0))
+    return tuple(parts)
+
+
+class JobClass(msgspec.Struct, frozen=True, gc=False):
     """A QOS, partition or PriorityClass: default priority, preemptibility and SLA."""
 
     name: str
     priority: int = 0
     preemptible: bool = True
-    target_p95_s: float | None = None
-    max_wait_s: float | None = None
+    target_p95_s: NonNegativeFloat | None = None
+    max_wait_s: NonNegativeFloat | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+class Node(msgspec.Struct, frozen=True, gc=False):
     name: str
-    gpus: int
+    gpus: NonNegativeInt
     gpu_model: str | None = None
     state: NodeState = NodeState.IDLE
 
 
-NO_ALLOCATION: Mapping[str, tuple[int | None, ...]] = MappingProxyType({})
+class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"job_class": "class"}):
+    """One job or pod; `job_class` is the snapshot's ``class`` field.
 
-
-class Job(NamedTuple):
-    """One job or pod. `job_class` is the snapshot's `class` field.
-
-    A NamedTuple rather than a frozen dataclass: just as immutable, and about ten times cheaper
-    to build, which matters when a snapshot holds 200,000 jobs. Derive changed copies with
-    `job._replace(field=value)`.
-
-    Optional fields beyond the v1 minimum (`reason`, `urgent`, `account`, `partition`, `qos`,
-    `comment`, `checkpoint_interval_s`, `duration_s`) are written only when set and ignored by
-    consumers that do not know them, as the format allows.
+    The sixteen v1 fields come first and have no default, so they are always written, nulls
+    included; the optional extras after them (`reason` … `duration_s`) are written only when set,
+    as the format allows. Derive changed copies with ``msgspec.structs.replace(job, …)``.
+    `allocation` maps node name -> GPU indexes held there; treat it as read-only.
     """
 
     id: str
@@ -107,25 +149,23 @@ class Job(NamedTuple):
     job_class: str
     priority: int
     state: JobState
-    submit_time: float
-    gpus: int
-    eligible_time: float | None = None
-    start_time: float | None = None
-    end_time: float | None = None
-    # Node name -> GPU indexes held there (None where the backend cannot tell which GPU).
-    # Treat it as read-only; the shared empty default is never mutated.
-    allocation: Mapping[str, tuple[int | None, ...]] = NO_ALLOCATION
-    preemption_times: tuple[float, ...] = ()
-    last_checkpoint_time: float | None = None
-    exempt_until: float | None = None
+    submit_time: Timestamp
+    eligible_time: Timestamp | None
+    start_time: Timestamp | None
+    end_time: Timestamp | None
+    gpus: NonNegativeInt
+    allocation: dict[str, tuple[GpuIndex, ...]]
+    preemption_times: tuple[Timestamp, ...]
+    last_checkpoint_time: Timestamp | None
+    exempt_until: Timestamp | None
     reason: str | None = None
     urgent: bool = False
     account: str | None = None
     partition: str | None = None
     qos: str | None = None
     comment: str | None = None
-    checkpoint_interval_s: float | None = None
-    duration_s: float | None = None
+    checkpoint_interval_s: NonNegativeFloat | None = None
+    duration_s: NonNegativeFloat | None = None
 
     @property
     def is_pending(self) -> bool:
@@ -136,40 +176,39 @@ class Job(NamedTuple):
         return self.state in ACTIVE_STATES
 
     @property
-    def queued_since(self) -> float:
+    def queued_since(self) -> datetime:
         """Start of the wait: eligibility, or submission when eligibility is unknown."""
         return self.eligible_time if self.eligible_time is not None else self.submit_time
 
     def wait_s(self, now: float) -> float | None:
         """Queue wait: `start - eligible`; the censored age for pending jobs; None if never started."""
         if self.start_time is not None:
-            return max(0.0, self.start_time - self.queued_since)
-        if self.is_pending:
-            return max(0.0, now - self.queued_since)
+            return max(0.0, (self.start_time - self.queued_since).total_seconds())
+        if self.state is JobState.PENDING:
+            return max(0.0, now - self.queued_since.timestamp())
         return None
 
     def preemptions_since(self, since: float, until: float) -> int:
-        """Preemptions with time t in (since, until]."""
-        return sum(1 for t in self.preemption_times if since < t <= until)
+        """Preemptions with time t in (since, until] (epoch seconds)."""
+        return sum(1 for t in self.preemption_times if since < t.timestamp() <= until)
 
     def exempt_at(self, now: float) -> bool:
-        return self.exempt_until is not None and self.exempt_until > now
+        return self.exempt_until is not None and self.exempt_until.timestamp() > now
 
     @property
     def nodes(self) -> tuple[str, ...]:
         return tuple(self.allocation)
 
 
-@dataclass(frozen=True, slots=True)
-class PreemptionEvent:
+class PreemptionEvent(msgspec.Struct, frozen=True, gc=False):
     """Who preempted whom, when, and the GPU-time it cost (snapshot field `preemption_events`)."""
 
-    time: float
+    time: Timestamp
     victim: str
-    preemptor: str | None
-    gpus: int
-    gpu_seconds_lost: float
-    mode: str
+    preemptor: str | None = None
+    gpus: NonNegativeInt = 0
+    gpu_seconds_lost: NonNegativeFloat = 0.0
+    mode: str = ""
     reason: str = ""
 
 
@@ -179,7 +218,7 @@ class Snapshot:
 
     cluster: str
     backend: str
-    taken_at: float
+    taken_at: datetime
     classes: tuple[JobClass, ...] = ()
     nodes: tuple[Node, ...] = ()
     jobs: tuple[Job, ...] = ()
@@ -187,6 +226,11 @@ class Snapshot:
     # Derived indexes (`derived`), built on first use. The snapshot never changes, so they never
     # go stale.
     _derived: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def now(self) -> float:
+        """`taken_at` in epoch seconds: the instant every rule judges this snapshot at."""
+        return self.derived("model.now", self.taken_at.timestamp)
 
     def job(self, job_id: str) -> Job | None:
         """Look a job up by id."""
@@ -217,8 +261,7 @@ class Snapshot:
         try:
             return cast(T, self._derived[key])
         except KeyError:
-            with gc_paused(keep=True):
-                value = self._derived[key] = build()
+            value = self._derived[key] = build()
             return value
 
     def used_gpus(self) -> dict[str, int]:
@@ -238,3 +281,23 @@ class Snapshot:
     @property
     def total_gpus(self) -> int:
         return sum(n.gpus for n in self.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewRequest:
+    """What a preview asks about: a pending job's own request (`job_id`) or a what-if.
+
+    `priority` None means the class's default priority; `queued_since` (epoch seconds) lets the
+    request age like a job waiting since then. `hints` are for the native scheduler's own
+    prediction and mean something only to the backend that reads them (Slurm: ``partition``,
+    ``qos``); gpuq's policy ignores them.
+    """
+
+    gpus: int
+    priority: int | None = None
+    job_class: str | None = None
+    tenant: str | None = None
+    urgent: bool = False
+    job_id: str | None = None
+    queued_since: float | None = None
+    hints: Mapping[str, str] = field(default_factory=dict)

@@ -1,16 +1,21 @@
-"""Snapshot load/save: round trip and validation errors naming the JSON path."""
+"""Snapshot load/save on msgspec: round trip, byte compatibility with what gpuq wrote before, and
+validation errors naming the source and the JSON path."""
 
 from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpuq.errors import BadInput
 from gpuq.model import JobState, NodeState
-from gpuq.snapshot_io import load_snapshot, snapshot_from_dict, snapshot_to_dict
+from gpuq.model.codec import decode_snapshot, encode_snapshot, job_document, load_snapshot, read_snapshot_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "snapshots"
 
 
 def doc() -> dict[str, Any]:
@@ -25,18 +30,32 @@ def doc() -> dict[str, Any]:
                   "end_time": None, "gpus": 8, "allocation": {"gpu-001": [0, 1, 2, 3, 4, 5, 6, 7]},
                   "preemption_times": ["2026-11-29T09:00:00Z"], "last_checkpoint_time": "2026-11-29T17:40:00Z",
                   "exempt_until": None, "some_future_field": {"ignored": True}}],
-    }
+    }  # fmt: skip
+
+
+def load(d: Any) -> Any:
+    return decode_snapshot(json.dumps(d), "snap.json")
 
 
 def test_round_trip_is_lossless() -> None:
-    snap = snapshot_from_dict(doc())
+    snap = load(doc())
     job = snap.jobs[0]
     assert job.state is JobState.RUNNING and job.allocation == {"gpu-001": tuple(range(8))}
     assert snap.nodes[0].state is NodeState.MIXED
-    assert job.start_time is not None and job.start_time - job.submit_time == 3600
-    again = snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap))))
+    assert job.start_time == datetime(2026, 11, 29, 11, tzinfo=UTC)
+    assert job.start_time is not None and (job.start_time - job.submit_time).total_seconds() == 3600
+    again = decode_snapshot(encode_snapshot(snap))
     assert again == snap
-    assert snapshot_to_dict(again)["jobs"][0]["start_time"] == "2026-11-29T11:00:00Z"
+    assert job_document(again.jobs[0])["start_time"] == "2026-11-29T11:00:00Z"
+
+
+def test_what_gpuq_wrote_before_is_read_and_written_back_byte_for_byte() -> None:
+    """Snapshots written by the hand-made encoder of gpuq 0.1 (a fixture file and a simulated
+    cluster with a fractional snapshot time): the same bytes come back out."""
+    lines = (FIXTURES / "written-by-gpuq-0.1.jsonl").read_bytes().splitlines(keepends=True)
+    assert len(lines) == 2
+    for line in lines:
+        assert encode_snapshot(decode_snapshot(line)) == line
 
 
 @pytest.mark.parametrize(
@@ -44,10 +63,12 @@ def test_round_trip_is_lossless() -> None:
     [
         (lambda d: d["jobs"][0].update(start_time="yesterday"), "jobs[0].start_time: not an RFC 3339 time"),
         (lambda d: d["jobs"][0].pop("user"), "jobs[0].user: missing required field"),
+        (lambda d: d["jobs"][0].pop("end_time"), "jobs[0].end_time: missing required field"),
         (lambda d: d["jobs"][0].update(state="zombie"), "jobs[0].state: unknown job state 'zombie'"),
         (lambda d: d["jobs"][0].update(gpus=-1), "jobs[0].gpus: must be >= 0"),
         (lambda d: d["jobs"][0].update(gpus="8"), "jobs[0].gpus: expected an integer, got a string"),
         (lambda d: d["jobs"][0]["allocation"].update({"gpu-001": [0, "x"]}), "jobs[0].allocation.gpu-001[1]"),
+        (lambda d: d["jobs"][0]["allocation"].update({"gpu-001": [0, -1]}), "jobs[0].allocation.gpu-001[1]"),
         (lambda d: d["nodes"][0].update(state="on fire"), "nodes[0].state: unknown node state"),
         (lambda d: d.update(format="gpuq.snapshot/v2"), "format: expected 'gpuq.snapshot/v1'"),
         (lambda d: d.update(jobs={}), "jobs: expected an array, got an object"),
@@ -56,19 +77,39 @@ def test_round_trip_is_lossless() -> None:
         (lambda d: d["jobs"][0].update(start_time="2026-11-29T11:00:00"), "jobs[0].start_time: not an RFC 3339"),
     ],
 )
-def test_validation_errors_name_path_and_field(mutate: Any, message: str) -> None:
+def test_validation_errors_name_source_path_and_field(mutate: Any, message: str) -> None:
     d = doc()
     mutate(d)
     with pytest.raises(BadInput) as err:
-        snapshot_from_dict(d)
+        load(d)
+    assert str(err.value).startswith("snap.json: ")
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "literal"), [("priority", "9" * 5000), ("duration_s", "1e400"), ("priority", "1e400")]
+)
+def test_numbers_out_of_range_are_refused_naming_the_field(field: str, literal: str) -> None:
+    text = json.dumps(doc()).replace('"exempt_until": null', f'"exempt_until": null, "{field}": {literal}', 1)
+    text = text.replace('"priority": 100, ', "", 1) if field == "priority" else text
+    with pytest.raises(BadInput, match=rf"snap\.json: jobs\[0\]\.{field}: (number out of range|expected)"):
+        decode_snapshot(text, "snap.json")
 
 
 def test_load_reports_json_syntax_with_source_and_line() -> None:
     with pytest.raises(BadInput, match=r"big\.json: not valid JSON \(line 2"):
         load_snapshot(io.StringIO('{\n  "format": oops}'), "big.json")
-    with pytest.raises(BadInput, match=r"x\.json: \$|x\.json: expected a JSON object"):
+    with pytest.raises(BadInput, match=r"x\.json: expected a JSON object"):
         load_snapshot(io.StringIO("[1, 2]"), "x.json")
+    with pytest.raises(BadInput, match=r"nan\.json: not valid JSON \(line 1"):
+        decode_snapshot(json.dumps(doc()).replace('"gpus": 8', '"gpus": NaN', 1), "nan.json")
+    with pytest.raises(BadInput, match=r"bytes\.json: not UTF-8 text"):
+        decode_snapshot(json.dumps(doc()).encode().replace(b"alice", b"al\xffce"), "bytes.json")
+
+
+def test_a_missing_file_names_it() -> None:
+    with pytest.raises(BadInput, match=r"nowhere\.json: cannot read snapshot"):
+        read_snapshot_file("nowhere.json")
 
 
 @pytest.mark.parametrize(
@@ -81,20 +122,23 @@ def test_load_reports_json_syntax_with_source_and_line() -> None:
         ("checkpoint_interval_s", -1, "jobs[0].checkpoint_interval_s: must be >= 0"),
     ],
 )
-def test_fast_path_rejects_what_the_slow_path_rejects(field: str, value: object, message: str) -> None:
+def test_extras_and_containers_are_typed(field: str, value: object, message: str) -> None:
     d = doc()
     d["jobs"][0][field] = value
     with pytest.raises(BadInput) as err:
-        snapshot_from_dict(d)
+        load(d)
     assert message in str(err.value)
 
 
-def test_optional_extras_round_trip() -> None:
+def test_optional_extras_round_trip_and_are_written_only_when_set() -> None:
     d = doc()
     d["jobs"][0].update(reason="Priority", urgent=True, account="acct", partition="gpu", qos="high",
-                        comment="hi", checkpoint_interval_s=600, duration_s=3600.5)
-    snap = snapshot_from_dict(d)
+                        comment="hi", checkpoint_interval_s=600, duration_s=3600.5)  # fmt: skip
+    snap = load(d)
     job = snap.jobs[0]
     assert (job.reason, job.urgent, job.qos, job.checkpoint_interval_s, job.duration_s) == (
         "Priority", True, "high", 600.0, 3600.5)
-    assert snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap)))) == snap
+    assert decode_snapshot(encode_snapshot(snap)) == snap
+    plain = job_document(load(doc()).jobs[0])
+    assert "reason" not in plain and "urgent" not in plain
+    assert plain["end_time"] is None and plain["exempt_until"] is None  # v1 fields: always written

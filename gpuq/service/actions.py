@@ -1,0 +1,150 @@
+"""Two-step actions: a `PendingAction` fixed when prepared, then confirmed, declined or dry-run.
+
+Preparing validates the request, reads the job as it is and has the backend fix the exact calls
+it will make (`ActionPlan`), and, for a bump of a pending job, previews what the job would then
+preempt; nothing is changed. The front end shows all of that and asks. Then exactly one of:
+
+- `confirm()`: an intent record goes to the audit log (and is on disk) before the backend is
+  touched; the backend applies exactly the prepared plan, or refuses with `JobChanged` if the job
+  changed underneath; the outcome record follows. A crash in between leaves the intent, which
+  `gpuq audit` shows as "outcome unknown: check the cluster".
+- `decline(why)`: records that the operator did not confirm (also for Ctrl-C at the prompt).
+- `dry_run()`: records the dry run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gpuq.audit import AuditError, AuditLog, make_record, new_action_id, safe_text
+from gpuq.backends.base import ActionPlan, ActionResult
+from gpuq.errors import GpuqError
+
+if TYPE_CHECKING:
+    from gpuq.service.cluster import Preview
+
+__all__ = ["ActionOutcome", "PendingAction"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActionOutcome:
+    """What an action did (or, dry run, would do) and, for a bump, what the job would now preempt."""
+
+    result: ActionResult
+    record: Mapping[str, Any]
+    dry_run: bool = False
+    preview: Preview | None = None
+
+
+@dataclass(slots=True)
+class PendingAction:
+    """An action prepared on one cluster and not yet carried out; see the module docstring."""
+
+    action: str
+    target: str
+    cluster: str
+    backend: str
+    args: Mapping[str, Any]
+    reason: str
+    plan: ActionPlan
+    preview: Preview | None
+    audit: AuditLog
+    apply: Callable[[ActionPlan], ActionResult]
+    #: the lock that serialises a cluster's actions (reads may run beside them)
+    lock: threading.Lock
+    id: str = field(default_factory=new_action_id)
+    done: bool = False
+
+    # -- what the front end shows
+
+    @property
+    def before(self) -> Mapping[str, Any]:
+        return self.plan.before
+
+    @property
+    def after(self) -> Mapping[str, Any]:
+        return self.plan.after
+
+    @property
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        return self.plan.commands
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.plan.warnings
+
+    @property
+    def message(self) -> str:
+        return self.plan.message
+
+    # -- the three ways to end it
+
+    def dry_run(self) -> ActionOutcome:
+        """Record the dry run; nothing is changed."""
+        self._finish()
+        plan = self.plan
+        record = self._record("dry_run", dry_run=True, before=plan.before, after=plan.after)
+        self.audit.append(record)
+        result = ActionResult(plan.action, plan.target, plan.before, plan.after, plan.commands, plan.requests,
+                              plan.warnings, plan.message)  # fmt: skip
+        return ActionOutcome(result, record, dry_run=True, preview=self.preview)
+
+    def decline(self, why: str) -> None:
+        """Record that the action was not confirmed (nothing was done)."""
+        self._finish()
+        self.audit.append(self._record("refused", error=why, exit_code=1))
+
+    def confirm(self) -> ActionOutcome:
+        """Apply exactly the prepared plan, between an intent and an outcome record."""
+        self._finish()
+        with self.lock, self.audit.open() as writer:  # opened first: an unwritable log stops it here
+            writer.write(self._record("pending", phase="intent", before=self.plan.before, after=self.plan.after))
+            try:
+                result = self.apply(self.plan)
+            except GpuqError as exc:
+                self._write_failure(writer, exc, exc.exit_code)
+                raise
+            except Exception as exc:
+                self._write_failure(writer, exc, 1)
+                raise
+            record = self._record(
+                "ok", before=result.before, after=result.after, commands=result.commands, requests=result.requests,
+                warnings=result.warnings,
+            )  # fmt: skip
+            try:
+                writer.write(record)
+            except AuditError as exc:
+                raise AuditError(
+                    f"{self.action} of job {self.target} WAS APPLIED, but its outcome is not in the audit log "
+                    f"({exc}); `gpuq audit` shows it as outcome unknown"
+                ) from None
+        return ActionOutcome(result, record, preview=self.preview)
+
+    # -- records
+
+    def _finish(self) -> None:
+        if self.done:
+            raise RuntimeError(f"{self.action} of job {self.target} was already confirmed, declined or dry-run")
+        self.done = True
+
+    def _record(self, result: str, *, phase: str = "outcome", **fields: Any) -> dict[str, Any]:
+        plan = self.plan
+        fields.setdefault("commands", plan.commands)
+        fields.setdefault("requests", plan.requests)
+        fields.setdefault("warnings", plan.warnings)
+        requests = [r.to_dict() for r in fields.pop("requests")]
+        return make_record(
+            backend=self.backend, cluster=self.cluster, action=self.action, target=safe_text(self.target),
+            result=result, reason=self.reason, args=self.args, requests=requests, action_id=self.id, phase=phase,
+            **fields,
+        )  # fmt: skip
+
+    def _write_failure(self, writer: Any, exc: BaseException, exit_code: int) -> None:
+        message = str(exc) or type(exc).__name__
+        try:
+            writer.write(self._record("error", error=safe_text(message), exit_code=exit_code))
+        except AuditError as audit_exc:
+            raise AuditError(f"{message} (and {audit_exc})") from exc

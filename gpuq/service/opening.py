@@ -1,0 +1,89 @@
+"""Opening `Cluster` handles: command-line options, the config file and defaults, resolved once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gpuq.audit import AuditLog
+from gpuq.backends.registry import BackendOption, backend_class, backend_entry, create_backend
+from gpuq.config import Config, PolicySource, load_config, load_policy_file
+from gpuq.errors import BadInput
+from gpuq.service.cluster import Cluster
+
+__all__ = ["open_cluster", "open_clusters"]
+
+
+def open_cluster(
+    *,
+    backend: str | None = None,
+    cluster: str | None = None,
+    snapshot: str | None = None,
+    policy_file: str | None = None,
+    config: Config | None = None,
+    config_file: str | None = None,
+    seed: int | None = None,
+    speed: float | None = None,
+    audit: AuditLog | None = None,
+    clock: Callable[[], float] | None = None,
+) -> Cluster:
+    """Resolve options, config and defaults into a `Cluster` handle.
+
+    `--snapshot` wins over any backend. Otherwise `--cluster` picks a `[clusters.NAME]` table
+    (an unknown name is an error when clusters are configured, so a typo never shows demo data),
+    `--backend` overrides its backend, and the top-level `backend` (default `demo`) applies last.
+    `clock` (the wall clock a live backend reads) is for embedding programs and tests.
+    """
+    cfg = config if config is not None else load_config(config_file)
+    name = cluster or cfg.cluster
+    policy = load_policy_file(policy_file) if policy_file else cfg.policy_for(name)
+    if backend is not None:
+        backend_entry(backend)  # an unknown name is a usage error even when --snapshot wins
+    if snapshot is not None:
+        for flag, value in (("--seed", seed), ("--speed", speed)):
+            if value is not None:
+                raise BadInput(f"{flag} applies to the demo backend, not to --snapshot")
+        from gpuq.backends.snapshot_file import SnapshotFileBackend
+
+        return Cluster(SnapshotFileBackend(snapshot), "snapshot", policy, audit)
+
+    entry = cfg.clusters.get(name) if name else None
+    if name and entry is None and backend is None and cfg.clusters:
+        configured = ", ".join(sorted(cfg.clusters))
+        where = cfg.path or "the config file"
+        raise BadInput(
+            f"no cluster {name!r} in {where} (configured: {configured}); pass --backend to use one not configured"
+        )
+    backend_name = backend or (entry.backend if entry and entry.backend else None) or cfg.backend
+
+    options: dict[str, BackendOption] = {}
+    for key, value in cfg.backend_options.get(backend_name, {}).items():
+        dotted = f"backends.{backend_name}.{key}"
+        options[key] = BackendOption(value, f"{cfg.where(dotted)}: {dotted}")
+    if name:
+        options["cluster"] = BackendOption(name, "--cluster")
+    if entry is not None and (entry.backend in (None, backend_name)):
+        for key, value in entry.options.items():
+            dotted = f"clusters.{entry.name}.{key}"
+            options[key] = BackendOption(value, f"{cfg.where(dotted)}: {dotted}")
+    if seed is not None:
+        options["seed"] = BackendOption(seed, "--seed")
+    if speed is not None:
+        options["speed"] = BackendOption(speed, "--speed")
+    if policy.source == "defaults":
+        site_default = backend_class(backend_name).default_policy
+        if site_default is not None:
+            policy = PolicySource(site_default, f"{backend_name} backend's built-in policy")
+    internals: dict[str, Any] = {"policy": policy.policy}
+    if clock is not None:
+        internals["clock"] = clock
+    return Cluster(create_backend(backend_name, options, internals), backend_name, policy, audit)
+
+
+def open_clusters(config: Config | None = None, *, policy_file: str | None = None,
+                  clock: Callable[[], float] | None = None) -> list[Cluster]:  # fmt: skip
+    """A handle per `[clusters.NAME]` in the config (the console's tabs); the default one when none."""
+    cfg = config if config is not None else load_config()
+    if not cfg.clusters:
+        return [open_cluster(config=cfg, policy_file=policy_file, clock=clock)]
+    return [open_cluster(cluster=name, config=cfg, policy_file=policy_file, clock=clock) for name in cfg.clusters]

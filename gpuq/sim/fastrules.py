@@ -1,0 +1,167 @@
+"""The policy as the simulator's event loop reads it: its numbers, and its rules on `SimJob`s.
+
+Each rule is defined once, in the rule kernel (`gpuq.policy.rules`). The loop asks three of them
+for every candidate victim and every queued job, so they are kept here as inline copies on a
+SimJob's own fields: a queued job's effective priority (`queued_priority`), a running job's
+(`running_priority`), and the GPU-seconds a preemption would lose (`lost`, which `cost` weighs).
+They compute the kernel's very expressions on the very floats (times on the microsecond grid,
+which the model's datetimes hold exactly), so they agree with it bit for bit;
+tests/sim/test_rule_copies.py checks that over generated jobs. Everything the loop asks less
+often (protections, the requester's urgent quota) calls the kernel itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from gpuq.model import JobClass
+from gpuq.policy.config import Policy
+from gpuq.policy.rules import effective_priority_of, protected_until, requester_priority_of, time_protected
+from gpuq.sim.jobs import SimJob, on_grid, strictly_after
+
+__all__ = ["ClassInfo", "FastRules"]
+
+
+class ClassInfo:
+    """A class as resolved with the policy: what the loop reads per job."""
+
+    __slots__ = ("preemptible", "max_wait", "rate")
+
+    def __init__(self, preemptible: bool, max_wait: float | None, rate: float) -> None:
+        self.preemptible = preemptible
+        self.max_wait = max_wait
+        self.rate = rate if max_wait is not None else 0.0
+
+
+class FastRules:
+    """The policy's numbers, copied once per policy (a read on the frozen, interpreted `Policy`
+    costs a dictionary lookup, and the loop makes several per decision), and the rules on them."""
+
+    def __init__(self, policy: Policy, classes: Sequence[JobClass]) -> None:
+        self.classes = tuple(classes)
+        self.cinfo: dict[str, ClassInfo] = {}
+        self.set_policy(policy)
+
+    def set_policy(self, policy: Policy) -> None:
+        self.policy = policy
+        self.urgent = float(policy.urgent_priority)
+        self.delta = policy.delta
+        self.mode = policy.mode
+        self.grace = policy.grace_period_s
+        self.min_runtime = policy.min_runtime_s
+        self.cap = policy.max_preemptions_per_day
+        self.default_ckpt = policy.default_checkpoint_interval_s
+        self.lw = policy.lost_work_weight
+        self.pw = policy.priority_weight
+        self.gated = self.min_runtime > 0 or self.cap > 0  # time-limited protections
+        self.cinfo = {}
+        for cls in self.classes:
+            self.class_info(cls.name)
+
+    def class_info(self, name: str) -> ClassInfo:
+        info = self.cinfo.get(name)
+        if info is None:
+            base = None
+            for cls in self.classes:
+                if cls.name == name:
+                    base = cls
+                    break
+            resolved = self.policy.resolve_class(base, name)
+            info = ClassInfo(resolved.preemptible, resolved.max_wait_s, self.policy.aging_rate(name))
+            self.cinfo[name] = info
+        return info
+
+    # ---- inline copies of the kernel (checked by tests/sim/test_rule_copies.py) ----------------
+
+    def queued_priority(self, job: SimJob, now: float) -> float:
+        """`rules.effective_priority_of` for a queued job: urgency, else base plus aging past
+        max_wait (`job.aging`, set when its aging event comes: from then on the wait is past it)."""
+        if job.urgent:
+            return self.urgent
+        if job.aging:
+            info = self.cinfo[job.cls]
+            return job.priority + info.rate * (now - job.qs - info.max_wait) / 60.0  # type: ignore[operator]
+        return float(job.priority)
+
+    def running_priority(self, job: SimJob) -> float:
+        """`rules.effective_priority_of` for a running job: urgency, else base plus the aging it
+        had earned when it started; constant for the whole run."""
+        if job.urgent:
+            return self.urgent
+        info = self.cinfo[job.cls]
+        if info.max_wait is not None and info.rate > 0 and job.run_start is not None:
+            overdue = job.run_start - job.qs - info.max_wait
+            if overdue > 0:
+                return job.priority + info.rate * overdue / 60.0
+        return float(job.priority)
+
+    def lost(self, job: SimJob, now: float) -> float:
+        """`rules.gpu_seconds_lost_of` for a running job: GPU-seconds lost if preempted now."""
+        start: float = job.run_start  # type: ignore[assignment]
+        ran = now - start if now > start else 0.0
+        checkpoint = job.last_checkpoint(now)
+        if checkpoint is not None:
+            since = checkpoint if checkpoint > start else start
+            return job.gpus * (now - since if now > since else 0.0)
+        interval = job.ckpt if job.ckpt is not None else self.default_ckpt
+        if interval > 0:
+            return job.gpus * (ran % interval)
+        return job.gpus * ran
+
+    def cost(self, job: SimJob, now: float) -> float:
+        """`rules.victim_cost_of` for a running job, at the priority `_arm` fixed (`job.rep`)."""
+        cost = self.lw * self.lost(job, now)
+        if self.pw:
+            cost += self.pw * job.rep
+        return cost
+
+    # ---- the kernel itself (asked once per start or decision, not per event) --------------------
+
+    def protection_end(self, job: SimJob, now: float) -> float:
+        """When a running victim stops being protected (0.0 = not protected now): the first tick
+        at which the kernel no longer protects it. `rules.protected_until` gives the moment; on
+        the microsecond grid `rules.time_protected` has the last word, so the simulator and the
+        policy engine never disagree at the boundary."""
+        start: float = job.run_start  # type: ignore[assignment]
+        times = job.preempt_times
+        until = protected_until(exempt_until=job.exempt_until, start=start, min_runtime_s=self.min_runtime,
+                                preemption_times=times, cap=self.cap, now=now)  # fmt: skip
+        if until <= 0.0:
+            return 0.0
+        tick = on_grid(until)
+        while time_protected(exempt_until=job.exempt_until, start=start, min_runtime_s=self.min_runtime,
+                             preemption_times=times, cap=self.cap, now=tick):  # fmt: skip
+            tick = strictly_after(tick)
+        return tick
+
+    def priority_of(self, job: SimJob, now: float, queued: bool) -> float:
+        """The kernel's effective priority of any job (queued: its wait so far; else the wait up
+        to its last start): for the few places outside the loop that ask."""
+        info = self.class_info(job.cls)
+        if queued:
+            waited: float | None = now - job.qs
+        else:
+            waited = None if job.run_start is None else job.run_start - job.qs
+        return effective_priority_of(
+            float(job.priority), urgent=job.urgent, urgent_priority=self.urgent,
+            waited_s=waited if info.max_wait is not None else None, max_wait_s=info.max_wait,
+            rate_per_min=self.policy.aging_rate(job.cls),
+        )  # fmt: skip
+
+    def requester_priority(self, head: SimJob, now: float, running: Iterable[SimJob]) -> float:
+        """The head's priority as the engine counts it: urgency only within its tenant's quota
+        (`rules.requester_priority_of`; `running`: the jobs holding GPUs)."""
+        if not head.urgent:
+            return self.queued_priority(head, now)
+        quota = self.policy.tenant_urgent_quota(head.tenant)
+        held = 0
+        if quota > 0:
+            held = sum(j.gpus for j in running if j.urgent and j.tenant == head.tenant)
+        info = self.cinfo[head.cls]
+        without = effective_priority_of(
+            float(head.priority), urgent=False, urgent_priority=self.urgent,
+            waited_s=now - head.qs if info.max_wait is not None else None, max_wait_s=info.max_wait,
+            rate_per_min=self.policy.aging_rate(head.cls),
+        )  # fmt: skip
+        return requester_priority_of(without, urgent=True, urgent_priority=self.urgent, quota=quota,
+                                     urgent_gpus_held=held, gpus=head.gpus)  # fmt: skip

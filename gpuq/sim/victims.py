@@ -1,0 +1,350 @@
+"""Victims for a blocked head: the policy engine's own choice, mostly computed on plain numbers.
+
+The simulator asks `decide` only when a preemption is possible at all (the head outranks the
+lowest possible victim by more than Δ). Single-node requests are then decided by the engine's
+rule on the numbers `Simulator._arm` fixed at each job's start: one GPU by the cheapest single
+victim (`cheapest_single`), more by the exact search the engine itself runs
+(`cover.best_single_node`) over the nodes that can hold the optimum (`candidate_nodes`);
+multi-node requests by the engine's greedy plan (`greedy_multi_node`). Without `fast_path` the
+policy engine plans on a snapshot of the candidate nodes. With `check_fast_path` (the tests)
+every decision is compared with the engine's on the whole cluster (`check_against_engine`).
+
+The rules these apply come from `FastRules` (inline copies of the kernel, checked by
+tests/sim/test_rule_copies.py); the protections are the moment `FastRules.protection_end`
+computed with the kernel.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import TYPE_CHECKING, Final
+
+from gpuq.model import JobIdKey
+from gpuq.policy.cover import best_single_node
+from gpuq.sim.convert import Why, for_job, model_job, planner_snapshot
+from gpuq.sim.jobs import SimJob, strictly_after
+from gpuq.sim.planner import engine_planner
+
+if TYPE_CHECKING:
+    from gpuq.sim.simulator import Simulator
+
+__all__ = [
+    "Choice",
+    "PerNode",
+    "VictimIndex",
+    "candidate_nodes",
+    "cheapest_single",
+    "check_against_engine",
+    "crossing",
+    "decide",
+    "exact_single_node",
+    "greedy_multi_node",
+    "scan",
+]
+
+_INF: Final = math.inf
+
+#: Victims for a blocked head, each with why, and the nodes the head should start on.
+Choice = tuple[list[tuple[SimJob, Why]], tuple[str, ...]]
+#: Per candidate node index, its eligible victims as (cost, GPUs on the node, job).
+PerNode = dict[int, list[tuple[float, int, SimJob]]]
+
+#: Two costs this far apart (GPU-seconds) compare the same rounded to 6 decimals as the engine
+#: rounds them (rounding moves each by at most 0.5e-6).
+_NEAR: Final = 2e-6
+
+
+class VictimIndex:
+    """Possible victims (running, preemptible, not saving) counted per effective priority, and
+    those priorities in a heap: the lowest one is all the quick checks need."""
+
+    __slots__ = ("count", "reps")
+
+    def __init__(self) -> None:
+        self.count: dict[float, int] = {}  # a key is in the heap exactly while it is here
+        self.reps: list[float] = []
+
+    def add(self, job: SimJob, running: int) -> None:
+        """Count a running job at its effective priority (`running`: how many jobs run)."""
+        count = self.count
+        rep = job.rep
+        n = count.get(rep)
+        if n is None:
+            count[rep] = 1
+            heapq.heappush(self.reps, rep)
+            if len(count) > 4 * running + 64:  # drop priorities nobody holds any more
+                self.count = count = {r: c for r, c in count.items() if c}
+                self.reps = list(count)
+                heapq.heapify(self.reps)
+        else:
+            count[rep] = n + 1
+        job.listed = True
+
+    def remove(self, job: SimJob) -> None:
+        """No longer a possible victim (stopped, saving, or about to be counted anew)."""
+        if job.listed:
+            self.count[job.rep] -= 1
+            job.listed = False
+
+    def lowest(self) -> float | None:
+        """The lowest effective priority among possible victims (None: there are none)."""
+        reps = self.reps
+        count = self.count
+        while reps:
+            rep = reps[0]
+            if count[rep]:
+                return rep
+            del count[heapq.heappop(reps)]
+        return None
+
+
+def crossing(head_ep: float, head_rate: float, threshold: float, now: float) -> float:
+    """First time an aging head's priority exceeds `threshold` (inf when it does not age)."""
+    if head_rate <= 0:
+        return _INF
+    when = now + (threshold - head_ep) * 60.0 / head_rate
+    return strictly_after(max(when, now))
+
+
+def _single_key(cost: float, job: SimJob) -> tuple[float, float, float, JobIdKey]:
+    """The engine's order of single victims: cost to 6 decimals, priority, later start, id (its
+    last tie-break, the node, never decides: no two jobs share an id)."""
+    return (round(cost, 6), job.rep, -job.run_start, job.idkey)  # type: ignore[operator]
+
+
+# The orders of the engine's multi-node plan (`engine._plan_multi`), on (cost, job) pairs.
+def _per_gpu_order(item: tuple[float, SimJob]) -> tuple[float, int, JobIdKey]:
+    cost, job = item
+    return (cost / job.gpus, -job.gpus, job.idkey)
+
+
+def _dearest_first(item: tuple[float, SimJob]) -> tuple[float, JobIdKey]:
+    return (-item[0], item[1].idkey)
+
+
+def _cheapest_first(item: tuple[float, SimJob]) -> tuple[float, JobIdKey]:
+    return (item[0], item[1].idkey)
+
+
+def _emptiest_first(node: tuple[int, str]) -> tuple[int, str]:
+    return (-node[0], node[1])
+
+
+def scan(sim: Simulator, head_ep: float, head_rate: float, now: float) -> tuple[list[SimJob], float]:
+    """Running jobs the head may preempt now; and the next time that may change.
+
+    `rules.protection` on the numbers `_arm` fixed at each job's start: not saving for a
+    graceful preemption, a preemptible class, outranked by more than Δ (`rules.outranks`), and
+    past the end of its time-limited protections (`FastRules.protection_end`).
+    """
+    delta = sim.rules.delta
+    cinfo = sim.rules.cinfo
+    eligible: list[SimJob] = []
+    unlock = _INF
+    for job in sim.running.values():
+        if job.drain_until is not None or not cinfo[job.cls].preemptible:
+            continue
+        job_ep = job.rep
+        if not head_ep - job_ep > delta:
+            if head_rate > 0:
+                unlock = min(unlock, crossing(head_ep, head_rate, job_ep + delta, now))
+            continue
+        if job.prot > now:
+            if job.prot < unlock:
+                unlock = job.prot
+            continue
+        eligible.append(job)
+    return eligible, unlock
+
+
+def cheapest_single(sim: Simulator, head_ep: float, now: float) -> tuple[SimJob, float] | None:
+    """The engine's choice for a one-GPU request when no GPU is free: the single eligible
+    victim with the least (cost, priority, -start, id, node) — any larger set costs more.
+
+    Running jobs are kept in start order; when lost work is simply GPUs × run time, a job
+    started earlier than the best found so far cannot be cheaper, so the scan stops early.
+    """
+    rules = sim.rules
+    delta = rules.delta
+    lw, pw = rules.lw, rules.pw
+    early = pw == 0 and lw > 0 and sim.ckpt_running == 0 and rules.default_ckpt <= 0
+    cinfo = rules.cinfo
+    best: SimJob | None = None
+    best_cost = 0.0
+    for job in reversed(sim.running.values()):
+        start: float = job.run_start  # type: ignore[assignment]
+        if early and best is not None and lw * (now - start) > best_cost + _NEAR:
+            break
+        job_ep = job.rep
+        if not head_ep - job_ep > delta or job.prot > now or job.drain_until is not None:
+            continue
+        if not cinfo[job.cls].preemptible:
+            continue
+        # (without checkpoints anywhere, lost work is just GPUs × run time: `FastRules.lost`)
+        cost = lw * (job.gpus * (now - start if now > start else 0.0)) if early else rules.cost(job, now)
+        # Costs further apart than _NEAR order the same rounded (rounding is slow); nearer
+        # ones are ordered by the engine's whole key.
+        if best is None or cost < best_cost - _NEAR or (
+            cost <= best_cost + _NEAR and _single_key(cost, job) < _single_key(best_cost, best)
+        ):
+            best, best_cost = job, cost
+    return None if best is None else (best, best_cost)
+
+
+def candidate_nodes(sim: Simulator, eligible: list[SimJob], need_gpus: int, now: float) -> tuple[list[int], PerNode]:
+    """Nodes that can hold the optimum: enough eligible GPUs, and a cost lower bound (the
+    engine's own: missing GPUs × cheapest cost per GPU) no higher than the best greedy plan.
+    Also, per node, its eligible victims as (cost, GPUs on the node, job)."""
+    free_n = sim.gpus.free_n
+    extra = [0] * len(free_n)
+    for job in eligible:
+        for i, n in job.place:
+            extra[i] += n
+    usable = {i for i, n in enumerate(extra) if n and free_n[i] + n >= need_gpus}
+    if not usable:
+        return [], {}
+    rules = sim.rules
+    per_node: PerNode = {}
+    for job in eligible:
+        cost = -1.0
+        for i, n in job.place:
+            if i in usable:
+                if cost < 0:  # costs only for jobs that matter
+                    cost = rules.cost(job, now)
+                per_node.setdefault(i, []).append((cost, n, job))
+    bounds: list[tuple[float, float, int]] = []
+    for i, items in per_node.items():
+        need = need_gpus - free_n[i]
+        items.sort(key=lambda item: item[0] / item[1])
+        lower = need * items[0][0] / items[0][1]
+        upper, freed = 0.0, 0
+        for cost, n, _ in items:
+            if freed >= need:
+                break
+            upper += cost
+            freed += n
+        bounds.append((lower, upper, i))
+    best_upper = min(upper for _, upper, _ in bounds)
+    # (a bound, not a rule: the slack only keeps a node whose bound ties the best plan's cost)
+    return sorted(i for lower, _, i in bounds if lower <= best_upper + 1e-5), per_node
+
+
+def exact_single_node(sim: Simulator, head: SimJob, nodes: list[int], per_node: PerNode, now: float) -> Choice | None:
+    """The engine's single-node choice (`cover.best_single_node`) on plain numbers."""
+    gpus = sim.gpus
+    found = best_single_node(
+        (gpus.names[i], head.gpus - gpus.free_n[i],
+         [(cost, job.idkey, n, job.rep, job.run_start, job.id)  # type: ignore[misc]
+          for cost, n, job in per_node[i]])
+        for i in nodes
+    )  # fmt: skip
+    choice: Choice | None = None
+    if found is not None:
+        items, node = found
+        items.sort(key=lambda item: (item[0], item[1]))  # the engine lists victims by cost, then id
+        running = sim.running
+        choice = ([(running[item[5]], item[0]) for item in items], (node,))
+    if sim.check_fast_path:
+        check_against_engine(sim, head, now, choice)
+    return choice
+
+
+def greedy_multi_node(sim: Simulator, head: SimJob, eligible: list[SimJob], now: float) -> Choice:
+    """The engine's multi-node plan (`engine._plan_multi`) on plain numbers; the caller has made
+    sure the eligible victims free enough GPUs.
+
+    Eligible victims in order of cost per GPU (more GPUs first, then id) until enough GPUs are
+    free; then the ones that turned out redundant dropped, most expensive first; the job goes
+    to the nodes with the most free GPUs. Every node takes work in the simulator, so a victim
+    frees all its GPUs.
+    """
+    gpus = sim.gpus
+    need = head.gpus - gpus.total_free
+    rules = sim.rules
+    costed = [(rules.cost(job, now), job) for job in eligible]
+    costed.sort(key=_per_gpu_order)
+    picked: list[tuple[float, SimJob]] = []
+    freed = 0
+    for item in costed:
+        if freed >= need:
+            break
+        picked.append(item)
+        freed += item[1].gpus
+    for item in sorted(picked, key=_dearest_first):
+        if freed - item[1].gpus >= need:
+            picked.remove(item)
+            freed -= item[1].gpus
+    free_after = list(gpus.free_n)
+    for _, job in picked:
+        for i, n in job.place:
+            free_after[i] += n
+    nodes: list[str] = []
+    total = 0
+    for count, name in sorted(zip(free_after, gpus.names, strict=True), key=_emptiest_first):
+        if total >= head.gpus or count == 0:
+            break
+        nodes.append(name)
+        total += count
+    picked.sort(key=_cheapest_first)
+    choice: Choice = ([(job, cost) for cost, job in picked], tuple(sorted(nodes)))
+    if sim.check_fast_path:
+        check_against_engine(sim, head, now, choice)
+    return choice
+
+
+def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, float]:
+    """Victims for a blocked head (None when there are none now) and when to ask again."""
+    rules = sim.rules
+    head_ep = rules.requester_priority(head, now, sim.running.values())
+    head_rate = rules.cinfo[head.cls].rate if head.aging and not head.urgent else 0.0
+    lowest = sim.victims.lowest()
+    if lowest is None:
+        return None, _INF
+    if not head_ep - lowest > rules.delta:  # nobody running is low enough
+        return None, crossing(head_ep, head_rate, lowest + rules.delta, now)
+    gpus = sim.gpus
+    need = head.gpus
+    if need == 1 and sim.fast_path:
+        found = cheapest_single(sim, head_ep, now)
+        if found is not None:
+            victim, cost = found
+            single: Choice = ([(victim, cost)], (min(victim.alloc),))
+            if sim.check_fast_path:
+                check_against_engine(sim, head, now, single)
+            return single, _INF
+    eligible, unlock = scan(sim, head_ep, head_rate, now)
+    if need > gpus.per_node:
+        if gpus.total_free + sum(j.gpus for j in eligible) < need:
+            return None, unlock
+        if sim.fast_path:
+            return greedy_multi_node(sim, head, eligible, now), unlock
+        nodes = list(range(len(gpus.names)))
+    else:
+        nodes, per_node = candidate_nodes(sim, eligible, need, now)
+        if not nodes:
+            return None, unlock
+        if sim.fast_path:
+            return exact_single_node(sim, head, nodes, per_node, now), unlock
+    sim.plans += 1
+    snapshot = planner_snapshot(sim, head, now, nodes)
+    planned = sim.planner(snapshot, rules.policy, model_job(head, now), now)
+    choice: Choice | None = None
+    if planned is not None:
+        running = sim.running
+        choice = ([(running[v], for_job(head.id, planned.details.get(v, ""))) for v in planned.victims
+                   if v in running], planned.nodes)  # fmt: skip
+    if sim.check_fast_path and len(nodes) < len(gpus.names):
+        check_against_engine(sim, head, now, choice)
+    return choice, unlock
+
+
+def check_against_engine(sim: Simulator, head: SimJob, now: float, choice: Choice | None) -> None:
+    """Test hook: shortcuts (fast paths, fewer nodes) must choose exactly what the engine
+    chooses on the whole cluster."""
+    snapshot = planner_snapshot(sim, head, now, range(len(sim.gpus.names)))
+    engine = engine_planner(snapshot, sim.rules.policy, model_job(head, now), now)
+    got = None if choice is None else ({job.id for job, _ in choice[0]}, choice[1])
+    want = None if engine is None else (set(engine.victims), engine.nodes)
+    if got != want:
+        raise AssertionError(f"fast path chose {got}, the engine {want} for job {head.id} at {now}")

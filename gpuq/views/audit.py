@@ -1,0 +1,67 @@
+"""The audit log as people read it: one row per action, with "outcome unknown" marked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gpuq.audit import AuditAction, AuditLog
+from gpuq.views.changes import changes
+
+__all__ = ["AuditRow", "AuditView", "audit_view"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    record: dict[str, Any]
+    #: False: the log has this action's intent but no outcome (it may or may not have been applied)
+    outcome_known: bool
+    #: what it changed, as ``field: before -> after; …`` (empty for a failure)
+    change: str
+
+    @property
+    def result(self) -> str:
+        return str(self.record.get("result"))
+
+    @property
+    def detail(self) -> str:
+        """The error of a failed, refused or unknown action; else its change."""
+        if self.result in ("error", "refused", "unknown"):
+            return str(self.record.get("error") or "")
+        return self.change
+
+
+@dataclass(frozen=True, slots=True)
+class AuditView:
+    path: str
+    rows: tuple[AuditRow, ...]
+    #: lines of the log that are not records (line number, text)
+    unreadable: tuple[tuple[int, str], ...]
+
+
+def _change(record: dict[str, Any]) -> str:
+    before, after = record.get("before") or {}, record.get("after") or {}
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return ""
+    return "; ".join(f"{key}: {old} -> {new}" for key, old, new in changes(before, after))
+
+
+def audit_view(
+    log: AuditLog | None = None, *, tail: int = 0, actions: Iterable[str] = (), jobs: Iterable[str] = ()
+) -> AuditView:
+    """The last `tail` actions (0: all), oldest first, of the given kinds and jobs."""
+    log = log or AuditLog()
+    found, broken = log.actions()
+    kinds, targets = set(actions), set(jobs)
+    rows: list[AuditAction] = [
+        a for a in found
+        if (not kinds or a.record.get("action") in kinds) and (not targets or str(a.record.get("target")) in targets)
+    ]  # fmt: skip
+    if tail:
+        rows = rows[-tail:]
+    return AuditView(
+        str(log.path),
+        tuple(AuditRow(a.record, a.outcome_known, _change(a.record)) for a in rows),
+        tuple((e.line, e.raw) for e in broken),
+    )

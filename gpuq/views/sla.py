@@ -1,0 +1,40 @@
+"""The SLA table: queue-wait percentiles per class against each class's P95 target."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from gpuq.model import Snapshot
+from gpuq.service import Cluster
+from gpuq.sla import SlaReport, WaitStats
+
+__all__ = ["SlaRow", "SlaView", "sla_view"]
+
+
+@dataclass(frozen=True, slots=True)
+class SlaRow:
+    name: str
+    stats: WaitStats
+
+    @property
+    def verdict(self) -> str:
+        """``breach``, ``ok``, or ``""`` for a class without a target."""
+        if self.stats.target_p95_s is None:
+            return ""
+        return "breach" if self.stats.breach else "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class SlaView:
+    cluster: str
+    taken_at: datetime
+    report: SlaReport
+    #: every job first ("(all)"), then one row per class in name order
+    rows: tuple[SlaRow, ...]
+
+
+def sla_view(cluster: Cluster, snapshot: Snapshot, since_s: float | None = None) -> SlaView:
+    report = cluster.sla(snapshot, since_s)
+    rows = (SlaRow("(all)", report.overall), *(SlaRow(n, s) for n, s in sorted(report.classes.items())))
+    return SlaView(snapshot.cluster, snapshot.taken_at, report, rows)
