@@ -75,12 +75,16 @@ class FastRules:
 
     def queued_priority(self, job: SimJob, now: float) -> float:
         """`rules.effective_priority_of` for a queued job: urgency, else base plus aging past
-        max_wait (`job.aging`, set when its aging event comes: from then on the wait is past it)."""
+        max_wait (`job.aging`, set when its aging event comes; at that very tick, for a max_wait
+        off the binary grid, `now - qs` may still round just short of it: the kernel's test
+        `overdue > 0` decides)."""
         if job.urgent:
             return self.urgent
         if job.aging:
             info = self.cinfo[job.cls]
-            return job.priority + info.rate * (now - job.qs - info.max_wait) / 60.0  # type: ignore[operator]
+            overdue: float = now - job.qs - info.max_wait  # type: ignore[operator]
+            if overdue > 0:
+                return job.priority + info.rate * overdue / 60.0
         return float(job.priority)
 
     def running_priority(self, job: SimJob) -> float:
