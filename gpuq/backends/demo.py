@@ -36,6 +36,7 @@ from gpuq.errors import BadInput, JobChanged, Refused
 from gpuq.model import Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.sim import ClusterSpec, Simulator, WorkloadStream
+from gpuq.sim.incident import shows_incident
 from gpuq.sim.jobs import SimJob
 from gpuq.timefmt import format_time
 
@@ -49,7 +50,14 @@ MAX_CATCHUP_S = 2 * 86400.0  # replayed at most per call; beyond it the simulate
 HISTORY_LIMIT = 1500  # finished jobs kept for SLA figures
 EVENT_LIMIT = 2000  # preemption events kept
 MAX_PENDING = 300  # simulated users stop submitting into a longer queue
-LOAD = 1.15  # offered GPU-time / capacity, on average over a day (more in the afternoon)
+LOAD = 1.2  # offered GPU-time / capacity, on average over a day (more in the afternoon)
+#: The hour of the workload's day at which a fresh cluster's warm-up ends, whatever the wall clock
+#: says: the evening rush, when the queue is at its longest.
+FIRST_LOOK_HOUR = 20.0
+#: From there a fresh cluster runs on in these steps until it shows an incident (gpuq.sim.incident),
+#: at most this many: the first look is that moment.
+INCIDENT_STEP_S = 300.0
+INCIDENT_STEPS = 48
 
 
 def _default_state_dir() -> Path:
@@ -122,10 +130,16 @@ class DemoBackend(Backend):
         """A new cluster, warmed up so that it is already busy when first looked at."""
         spec = ClusterSpec()
         start = float(int(wall - WARMUP_S))
+        day_origin = float(int(wall - FIRST_LOOK_HOUR * 3600.0))
+        stream = WorkloadStream(seed, spec, load=LOAD, day_origin=day_origin)
         sim = Simulator(policy=self.policy, cluster=spec, start=start, name=self.cluster,
-                        stream=WorkloadStream(seed, spec, load=LOAD), max_pending=MAX_PENDING,
+                        stream=stream, max_pending=MAX_PENDING,
                         history_limit=HISTORY_LIMIT, event_limit=EVENT_LIMIT)
         sim.run_until(wall)
+        for _ in range(INCIDENT_STEPS):
+            if shows_incident(sim.snapshot(), self.policy):
+                break
+            sim.run_until(sim.now + INCIDENT_STEP_S)
         return sim
 
     def _load(self) -> dict[str, Any] | None:

@@ -18,9 +18,11 @@ import click
 
 from gpuq.cli.options import App, global_options, pass_app
 from gpuq.cli.preemptions import event_document
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_console, make_table
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_console, make_table, say_none
+from gpuq.cli.sla import VERDICTS
 from gpuq.timefmt import format_time
 from gpuq.views.overview import OverviewView, TopPending, overview_view
+from gpuq.views.sla import verdict
 
 __all__ = ["overview", "overview_document"]
 
@@ -86,19 +88,19 @@ def overview(app: App, top: int) -> None:
     sla = make_table("SLA (P95 including pending jobs)", ["CLASS", "PENDING", "P95", "TARGET", "SLA"],
                      right=("PENDING", "P95", "TARGET"))  # fmt: skip
     for name, s in view.sla.items():
-        verdict = "" if s.target_p95_s is None else ("[bold red]BREACH[/]" if s.breach else "[green]ok[/]")
-        sla.add_row(name, str(s.pending), fmt_duration(s.p95_incl_pending_s), fmt_duration(s.target_p95_s), verdict)
-    console.print(sla)
+        sla.add_row(name, str(s.pending), fmt_duration(s.p95_incl_pending_s), fmt_duration(s.target_p95_s),
+                    VERDICTS[verdict(s)])  # fmt: skip
+    console.print(say_none(sla))
     top_table = make_table("Most urgent pending jobs", ["JOB", "CLASS", "GPUS", "EFF", "WAIT", "NEXT"],
                            right=("GPUS", "EFF", "WAIT"))  # fmt: skip
     for row in view.top_pending:
         top_table.add_row(row.id, row.job_class, str(row.gpus), f"{row.effective_priority:g}",
                           fmt_duration(row.wait_s), _next(row))  # fmt: skip
-    console.print(top_table)
+    console.print(say_none(top_table))
     events = make_table("Recent preemptions", ["TIME", "VICTIM", "BY", "GPUS", "GPU-H LOST", "MODE"],
                         right=("GPUS", "GPU-H LOST"))  # fmt: skip
     for e in view.recent_preemptions:
         lost = e.gpu_seconds_lost
         events.add_row(format_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
                        "-" if lost is None else f"{lost / 3600:.1f}", e.mode or "-")  # fmt: skip
-    console.print(events)
+    console.print(say_none(events))

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_console, make_table
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_console, make_table, say_none
 from gpuq.timefmt import format_time
 from gpuq.views.preemptions import LedgerEvent, ledger_view
 
@@ -75,5 +75,5 @@ def preemptions(app: App, limit: int) -> None:
         events_table.add_row(format_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
                              "-" if lost is None else f"{lost / 3600:.2f}", e.mode or "-", e.reason or "")  # fmt: skip
     console = make_console(app)
-    console.print(jobs_table)
-    console.print(events_table)
+    console.print(say_none(jobs_table))
+    console.print(say_none(events_table))

@@ -126,8 +126,15 @@ def make_table(title: str | None, columns: Sequence[str], *, right: Iterable[str
     return table
 
 
+def say_none(table: Table) -> Table:
+    """An empty table says so: one row reading "none" (no rows could be read as a failed read)."""
+    if table.row_count == 0 and table.columns:
+        table.add_row("none", *([""] * (len(table.columns) - 1)), style="dim")
+    return table
+
+
 def print_table(app: App, table: Table) -> None:
-    make_console(app).print(table)
+    make_console(app).print(say_none(table))
 
 
 def fmt_time(moment: datetime | float | None) -> str:

@@ -17,7 +17,8 @@ from gpuq.views.sla import sla_view
 __all__ = ["sla"]
 
 _FIELDS = ("count", "pending", "p50_s", "p95_s", "p99_s", "max_s", "p95_incl_pending_s", "target_p95_s", "breach")
-_VERDICTS = {"breach": "[bold red]BREACH[/]", "ok": "[green]ok[/]", "": ""}
+#: how each verdict of `gpuq.views.sla.verdict` reads in a table
+VERDICTS = {"breach": "[bold red]BREACH[/]", "at_risk": "[yellow]at risk[/]", "ok": "[green]ok[/]", "": ""}
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -57,5 +58,5 @@ def sla(app: App, since: float | None) -> None:
         s = row.stats
         durations = (s.p50_s, s.p95_s, s.p99_s, s.max_s, s.p95_incl_pending_s, s.target_p95_s)
         table.add_row(row.name, str(s.count), str(s.pending), *(fmt_duration(d) for d in durations),
-                      _VERDICTS[row.verdict])  # fmt: skip
+                      VERDICTS[row.verdict])  # fmt: skip
     print_table(app, table)

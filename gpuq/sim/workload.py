@@ -131,9 +131,12 @@ class WorkloadStream:
         median_duration_s: float = 2400.0,
         next_id: int = 1000,
         daily_swing: float = 0.4,
+        day_origin: float = 0.0,
     ) -> None:
         self.seed = seed
         self.daily_swing = daily_swing
+        #: the moment the stream's day starts (its 00:00); 0.0 follows UTC's day
+        self.day_origin = day_origin
         self.cluster = cluster
         self.classes = tuple(classes)
         self.load = load
@@ -164,8 +167,8 @@ class WorkloadStream:
         return JobSpec(job_id, when, duration, gpus, priority, cls, name, user, tenant, ckpt)
 
     def _busy_factor(self, when: float) -> float:
-        """Daily rhythm of submissions: from 1 − a at 03:00 UTC to 1 + a at 15:00 UTC."""
-        return 1.0 + self.daily_swing * math.sin(2 * math.pi * ((when % 86400.0) / 86400.0 - 0.375))
+        """Daily rhythm of submissions: from 1 − a at the day's 03:00 to 1 + a at its 15:00."""
+        return 1.0 + self.daily_swing * math.sin(2 * math.pi * (((when - self.day_origin) % 86400.0) / 86400.0 - 0.375))
 
     def next_batch(self, after: float) -> tuple[float, list[JobSpec]]:
         """The next submission time (> `after`, whole seconds) and the jobs submitted then.
@@ -193,13 +196,14 @@ class WorkloadStream:
     def to_dict(self) -> dict[str, Any]:
         version, internal, gauss = self.rng.getstate()
         return {"seed": self.seed, "load": self.load, "median_duration_s": self.median_duration_s,
-                "daily_swing": self.daily_swing, "next_id": self.next_id, "rng": [version, list(internal), gauss]}
+                "daily_swing": self.daily_swing, "day_origin": self.day_origin, "next_id": self.next_id,
+                "rng": [version, list(internal), gauss]}
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], cluster: ClusterSpec, classes: Sequence[JobClass]) -> WorkloadStream:
         stream = cls(int(raw["seed"]), cluster, classes, load=float(raw["load"]),
                      median_duration_s=float(raw["median_duration_s"]), next_id=int(raw["next_id"]),
-                     daily_swing=float(raw["daily_swing"]))
+                     daily_swing=float(raw["daily_swing"]), day_origin=float(raw.get("day_origin", 0.0)))
         version, internal, gauss = raw["rng"]
         stream.rng.setstate((version, tuple(internal), gauss))
         return stream

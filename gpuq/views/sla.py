@@ -8,8 +8,9 @@ from datetime import datetime
 from gpuq.model import Snapshot
 from gpuq.service import Cluster
 from gpuq.sla import SlaReport, WaitStats
+from gpuq.views.queue import AT_RISK_SHARE
 
-__all__ = ["SlaRow", "SlaView", "sla_view"]
+__all__ = ["SlaRow", "SlaView", "sla_view", "verdict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,10 +20,18 @@ class SlaRow:
 
     @property
     def verdict(self) -> str:
-        """``breach``, ``ok``, or ``""`` for a class without a target."""
-        if self.stats.target_p95_s is None:
-            return ""
-        return "breach" if self.stats.breach else "ok"
+        return verdict(self.stats)
+
+
+def verdict(stats: WaitStats) -> str:
+    """``breach``; ``at_risk`` from `AT_RISK_SHARE` of the target on (pending jobs counted);
+    ``ok``; or ``""`` for a class without a target."""
+    target = stats.target_p95_s
+    if target is None:
+        return ""
+    if stats.breach:
+        return "breach"
+    return "at_risk" if (stats.p95_incl_pending_s or 0.0) >= AT_RISK_SHARE * target else "ok"
 
 
 @dataclass(frozen=True, slots=True)

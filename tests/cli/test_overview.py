@@ -43,3 +43,29 @@ def test_top_limits_lists(gpuq: Runner, small: str) -> None:
     assert len(doc["top_pending"]) == 1
     assert len(doc["recent_preemptions"]) == 1
     assert gpuq("--snapshot", small, "overview", "--top", "0").exit_code == 2
+
+
+def test_empty_tables_say_none(gpuq: Runner, tmp_path: Any) -> None:
+    from gpuq.model import JobClass, Node, NodeState
+    from gpuq.model.codec import encode_snapshot
+    from tests.factories import make_snapshot
+
+    snap = make_snapshot("quiet", "snapshot", 1_795_100_400.0, classes=[JobClass("normal", 100, True, 600.0)],
+                         nodes=[Node("n1", 8, NodeState.IDLE)])  # fmt: skip
+    path = tmp_path / "quiet.json"
+    path.write_bytes(encode_snapshot(snap))
+    out = gpuq("--snapshot", str(path), "overview").stdout
+    pending = out.split("Most urgent pending jobs", 1)[1].split("Recent preemptions", 1)
+    assert "none" in pending[0] and "none" in pending[1]
+
+
+def test_a_class_near_its_target_reads_at_risk(gpuq: Runner, small: str) -> None:
+    doc = _json(gpuq("--snapshot", small, "sla", "-o", "json"))
+    rows = gpuq("--snapshot", small, "sla").stdout.splitlines()
+    for name, stats in doc["classes"].items():
+        target, p95 = stats["target_p95_s"], stats["p95_incl_pending_s"] or 0.0
+        if target is None:
+            continue
+        want = "BREACH" if stats["breach"] else "at risk" if p95 >= 0.8 * target else "ok"
+        (row,) = [r for r in rows if r.split() and r.split()[0] == name]
+        assert row.rstrip().endswith(want), (name, row)
