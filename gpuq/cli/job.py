@@ -78,7 +78,7 @@ def _rows(view: JobView) -> list[tuple[str, str]]:
 def job(app: App, job_id: str) -> None:
     """Everything about one job, and why it is pending."""
     cluster = app.cluster
-    snapshot = cluster.snapshot(ledger=False)  # a queued job needs no ledger; a finished one is read with it
+    snapshot = app.snapshot(ledger=False)  # a queued job needs no ledger; a finished one is read with it
     if (seen := snapshot.job(job_id)) is None or seen.state not in QUEUED_STATES:
         snapshot = cluster.refresh()
     view = job_view(cluster, snapshot, job_id)

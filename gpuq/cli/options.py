@@ -7,6 +7,7 @@ and every subcommand carry the same options, and their callbacks store given val
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
     from gpuq.config import Config
+    from gpuq.model import Snapshot
     from gpuq.service import Cluster
 
 __all__ = ["App", "GlobalOptions", "Injected", "current_app", "global_options", "job_argument", "pass_app"]
@@ -141,6 +143,15 @@ class App:
                 clock=self.injected.clock,
             )
         return self._cluster
+
+    def snapshot(self, *, ledger: bool = True) -> Snapshot:
+        """The cluster's snapshot, as commands read it. A command lives one process long and keeps
+        what it read to the end, so the collector is told to leave those objects alone from here
+        on (`gc.freeze`): a large snapshot is never walked by a full collection that cannot free
+        any of it. (A long-running front end does not do this: it reads again and again.)"""
+        snap = self.cluster.snapshot(ledger=ledger)
+        gc.freeze()
+        return snap
 
     @property
     def output(self) -> str:

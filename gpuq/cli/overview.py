@@ -66,7 +66,7 @@ def _next(row: TopPending) -> str:
 @pass_app
 def overview(app: App, top: int) -> None:
     """Capacity, SLA per class, the most urgent pending jobs and the latest preemptions."""
-    view = overview_view(app.cluster, app.cluster.snapshot(), top=top)
+    view = overview_view(app.cluster, app.snapshot(), top=top)
     if app.output == "json":
         emit_json(overview_document(view))
         return

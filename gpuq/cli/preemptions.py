@@ -32,7 +32,7 @@ def event_document(e: LedgerEvent) -> dict[str, Any]:
 @pass_app
 def preemptions(app: App, limit: int) -> None:
     """Per-job preemption counts (total / last 24h) and the most recent preemption events."""
-    view = ledger_view(app.cluster.snapshot(), limit=limit)
+    view = ledger_view(app.snapshot(), limit=limit)
     if app.output == "json":
         emit_json(
             {

@@ -119,7 +119,7 @@ def preview(
     gpuq preview --gpus 4 --qos urgent [--partition gpu]     (Slurm)
     """
     cluster = app.cluster
-    snapshot = cluster.snapshot()
+    snapshot = app.snapshot()
     hints = {key: value for key, value in (("qos", qos), ("partition", partition)) if value}
     if job_id is not None:
         if gpus is not None or job_class is not None or tenant is not None or hints:

@@ -139,7 +139,7 @@ def queue(
     """List jobs with wait, effective priority and preemption counts (24h/total)."""
     wanted = QueueFilter(frozenset(users), frozenset(tenants), frozenset(classes), parse_states(states), min_gpus,
                          sort, reverse)  # fmt: skip
-    snapshot = app.cluster.snapshot(ledger=not wanted.only_queued)
+    snapshot = app.snapshot(ledger=not wanted.only_queued)
     if limit is None and app.output == "table":
         limit = TABLE_LIMIT  # a terminal cannot show 200,000 rows usefully; json/csv get them all
     view = queue_view(app.cluster, snapshot, wanted, limit=limit)

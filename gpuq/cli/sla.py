@@ -41,7 +41,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @pass_app
 def sla(app: App, since: float | None) -> None:
     """Queue-wait P50/P95/P99/max per class against each class's target P95."""
-    view = sla_view(app.cluster, app.cluster.snapshot(), since)
+    view = sla_view(app.cluster, app.snapshot(), since)
     if app.output == "json":
         emit_json(view.report.to_dict())
         return

@@ -20,5 +20,5 @@ def snapshot(app: App) -> None:
     from gpuq.model.codec import write_snapshot
 
     buffer = io.BytesIO()
-    write_snapshot(app.cluster.snapshot(), buffer)
+    write_snapshot(app.snapshot(), buffer)
     write_bytes(buffer.getvalue())
