@@ -72,9 +72,13 @@ def _native_extensions() -> list[Any]:
     except ImportError:  # built without the build requirements (e.g. --no-build-isolation)
         print("gpuq: mypyc not available; installing the pure-Python modules", file=sys.stderr)
         return []
-    extensions: list[Any] = mypycify(
-        [f"gpuq/sim/{name}.py" for name in NATIVE_MODULES], opt_level="3", group_name="gpuq_sim"
-    )
+    try:
+        extensions: list[Any] = mypycify(
+            [f"gpuq/sim/{name}.py" for name in NATIVE_MODULES], opt_level="3", group_name="gpuq_sim"
+        )
+    except (Exception, SystemExit) as exc:  # mypyc exits on a type error (e.g. a dependency missing)
+        print(f"gpuq: simulator not compiled ({exc!r}); installing the pure-Python modules", file=sys.stderr)
+        return []
     return extensions
 
 
