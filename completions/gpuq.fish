@@ -2,7 +2,7 @@ function _gpuq_completion;
     set -l response (env _GPUQ_COMPLETE=fish_complete COMP_WORDS=(commandline -cp) COMP_CWORD=(commandline -t) gpuq);
 
     for completion in $response;
-        set -l metadata (string split "," $completion);
+        set -l metadata (string split --max 1 "," $completion);
 
         if test $metadata[1] = "dir";
             __fish_complete_directories $metadata[2];
@@ -14,4 +14,4 @@ function _gpuq_completion;
     end;
 end;
 
-complete --no-files --command gpuq --arguments "(_gpuq_completion)";
+complete --no-files --keep-order --command gpuq --arguments "(_gpuq_completion)";

@@ -14,11 +14,18 @@ Record fields (a stable interface, shown by `gpuq audit -o json`):
 `time` (RFC 3339 UTC), `operator`, `host`, `backend`, `cluster`, `action`, `target`, `before`,
 `after`, `reason`, `result` (`ok` | `dry_run` | `error` | `refused` | `pending`), `dry_run`, `args`,
 `commands` (argument lists), `requests` (API requests: method, path, body), `warnings`, `error`
-(message or null), `exit_code`, `id`, `phase` (`intent` | `outcome`).
+(message or null), `exit_code`, `id`, `phase` (`intent` | `outcome`), `noop` (true: the action had
+nothing to change, e.g. lifting an exemption the job does not have; no backend call was made),
+`preempted` (the jobs an applied action made the scheduler preempt, `{id: [nodes]}`; null where
+the backend cannot tell).
+
+A write that fails (disk full) is cut back to where the log ended, so the log never holds half a
+record, and is reported as an `AuditError`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -101,6 +108,8 @@ def make_record(
     now: float | None = None,
     action_id: str | None = None,
     phase: str = "outcome",
+    noop: bool = False,
+    preempted: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """One audit record with every documented field present."""
     import socket
@@ -126,6 +135,8 @@ def make_record(
         "exit_code": exit_code,
         "id": action_id or new_action_id(),
         "phase": phase,
+        "noop": noop,
+        "preempted": None if preempted is None else {job: list(nodes) for job, nodes in preempted.items()},
     }
 
 
@@ -147,11 +158,19 @@ class AuditWriter:
             # One write per record under flock: concurrent gpuq processes never interleave lines.
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                view = memoryview(line)
-                while view:
-                    written = os.write(self._fd, view)
-                    view = view[written:]
-                os.fsync(self._fd)
+                end = os.fstat(self._fd).st_size  # (under the lock: no other gpuq appends meanwhile)
+                try:
+                    view = memoryview(line)
+                    while view:
+                        written = os.write(self._fd, view)
+                        view = view[written:]
+                    os.fsync(self._fd)
+                except OSError:
+                    # Disk full half-way, or the data never reached the disk: cut the log back to
+                    # where it ended, so no half record runs into the next one.
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(self._fd, end)
+                    raise
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
         except OSError as exc:

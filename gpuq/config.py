@@ -5,7 +5,7 @@ Every key is optional; without a file gpuq runs the embedded demo cluster with t
 ```toml
 backend = "demo"          # backend used when --backend is not given and no cluster is selected
 cluster = "prod"          # cluster used when --cluster is not given (a [clusters.*] name)
-output = "table"          # default for -o/--output: table | json | csv
+output = "table"          # default for -o/--output: table | wide | json | csv
 color = true              # false is the same as always passing --no-color
 policy_file = "policy.toml"   # policy for every cluster (relative to this file) ...
 [policy]                  # ... or the policy inline, same keys as a policy file
@@ -51,7 +51,8 @@ __all__ = [
     "load_toml",
 ]
 
-OUTPUT_FORMATS = ("table", "json", "csv")
+#: `wide` is a table with every column (kubectl's `-o wide`); the others are documented in README.
+OUTPUT_FORMATS = ("table", "wide", "json", "csv")
 DEFAULT_BACKEND = "demo"
 
 _TOP_KEYS = {"backend", "cluster", "output", "color", "policy_file", "policy", "backends", "clusters"}
@@ -188,7 +189,9 @@ def load_toml(path: str | Path, what: str) -> TomlDocument:
 
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (ValueError, RecursionError) as exc:
+        if not isinstance(exc, tomllib.TOMLDecodeError):  # an integer past Python's digit limit, deep nesting
+            raise BadInput(f"{source}:{_beyond_parser(text, exc)}") from None
         match = _TOML_POS_RE.match(str(exc))
         if not match:
             raise BadInput(f"{source}: invalid TOML: {exc}") from None
@@ -201,9 +204,45 @@ def load_toml(path: str | Path, what: str) -> TomlDocument:
     return TomlDocument(source, text, data)
 
 
+#: how deep gpuq's TOML files may nest arrays and inline tables before one is called malformed
+_MAX_DEPTH = 32
+_LONG_INT_RE = re.compile(r"[0-9a-fA-Fx_]{4000,}")
+
+
+def _beyond_parser(text: str, exc: BaseException) -> str:
+    """``LINE: KEY: invalid TOML: why`` for what tomllib gives up on without a position: an
+    integer of more digits than Python converts (4,300), nesting past the recursion limit."""
+    if isinstance(exc, RecursionError):
+        depth = 0  # (brackets inside strings are counted too: this only points at a line)
+        for number, line in enumerate(text.splitlines(), start=1):
+            for char in line:
+                depth += (char in "[{") - (char in "]}")
+                if depth > _MAX_DEPTH:
+                    return _at(text, number, f"nested deeper than {_MAX_DEPTH} levels")
+        return f" invalid TOML: nested deeper than {_MAX_DEPTH} levels"
+    for number, line in enumerate(text.splitlines(), start=1):
+        if _LONG_INT_RE.search(line):
+            return _at(text, number, "an integer of more than 4300 digits")
+    return f" invalid TOML: {exc}"
+
+
+def _at(text: str, line: int, problem: str) -> str:
+    key = _key_at_line(text, line)
+    return f"{line}:{f' {key}:' if key else ''} invalid TOML: {problem}"
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: an integer of thousands of digits is not printed whole
+    (Python refuses past 4,300), nor a long string or table."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "…"
+
+
 def _policy_from(doc: TomlDocument, raw: Any, prefix: str) -> Policy:
     if not isinstance(raw, dict):
-        raise doc.error(prefix.rstrip(".") or "policy", f"expected a table, got {raw!r}")
+        raise doc.error(prefix.rstrip(".") or "policy", f"expected a table, got {_shown(raw)}")
     try:
         return policy_from_mapping(raw)
     except PolicyKeyError as exc:
@@ -223,7 +262,7 @@ def _policy_of(doc: TomlDocument, table: Mapping[str, Any], prefix: str) -> Poli
     if has_file:
         value = table["policy_file"]
         if not isinstance(value, str) or not value:
-            raise doc.error(prefix + "policy_file", f"expected a file path string, got {value!r}")
+            raise doc.error(prefix + "policy_file", f"expected a file path string, got {_shown(value)}")
         file = Path(value).expanduser()
         if not file.is_absolute():
             file = Path(doc.path).parent / file
@@ -239,7 +278,7 @@ def _string(doc: TomlDocument, table: Mapping[str, Any], key: str, dotted: str) 
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        raise doc.error(dotted, f"expected a non-empty string, got {value!r}")
+        raise doc.error(dotted, f"expected a non-empty string, got {_shown(value)}")
     return value
 
 
@@ -250,10 +289,10 @@ def _config_from(doc: TomlDocument) -> Config:
             raise doc.error(key, f"unknown key (allowed: {', '.join(sorted(_TOP_KEYS))})")
     output = _string(doc, raw, "output", "output") or "table"
     if output not in OUTPUT_FORMATS:
-        raise doc.error("output", f"{output!r} is not one of {', '.join(OUTPUT_FORMATS)}")
+        raise doc.error("output", f"{_shown(output)} is not one of {', '.join(OUTPUT_FORMATS)}")
     color = raw.get("color", True)
     if not isinstance(color, bool):
-        raise doc.error("color", f"expected true or false, got {color!r}")
+        raise doc.error("color", f"expected true or false, got {_shown(color)}")
 
     backend_options: dict[str, Mapping[str, Any]] = {}
     backends = raw.get("backends", {})
@@ -261,7 +300,7 @@ def _config_from(doc: TomlDocument) -> Config:
         raise doc.error("backends", "expected a table of [backends.NAME] tables")
     for name, table in backends.items():
         if not isinstance(table, dict):
-            raise doc.error(f"backends.{name}", f"expected a table [backends.{name}], got {table!r}")
+            raise doc.error(f"backends.{name}", f"expected a table [backends.{name}], got {_shown(table)}")
         backend_options[name] = MappingProxyType(dict(table))
 
     clusters: dict[str, ClusterConfig] = {}
@@ -271,7 +310,7 @@ def _config_from(doc: TomlDocument) -> Config:
     for name, table in tables.items():
         prefix = f"clusters.{name}."
         if not isinstance(table, dict):
-            raise doc.error(f"clusters.{name}", f"expected a table [clusters.{name}], got {table!r}")
+            raise doc.error(f"clusters.{name}", f"expected a table [clusters.{name}], got {_shown(table)}")
         options = {k: v for k, v in table.items() if k not in _CLUSTER_RESERVED}
         clusters[name] = ClusterConfig(
             name=name,

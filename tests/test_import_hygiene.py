@@ -26,9 +26,10 @@ FORBIDDEN_IN_CORE = (
     "gpuq.views",
     "gpuq.service",
 )
-CORE = ("gpuq.model", "gpuq.model.codec", "gpuq.policy.engine", "gpuq.policy.order", "gpuq.sla", "gpuq.sim")
+CORE = ("gpuq.model", "gpuq.model.codec", "gpuq.policy.engine", "gpuq.policy.order", "gpuq.sla", "gpuq.sim",
+        "gpuq.textsafe")  # fmt: skip
 VIEWS = ("gpuq.views.queue", "gpuq.views.overview", "gpuq.views.job", "gpuq.views.gpus", "gpuq.views.sla",
-         "gpuq.views.preemptions", "gpuq.views.preview", "gpuq.views.audit")  # fmt: skip
+         "gpuq.views.preemptions", "gpuq.views.preview", "gpuq.views.audit", "gpuq.views.columns")  # fmt: skip
 
 
 def _modules_after_import(module: str) -> set[str]:
@@ -65,3 +66,10 @@ def test_cli_import_is_light() -> None:
 def test_json_queue_path_loads_no_table_or_csv_code() -> None:
     loaded = _modules_after_import("gpuq.cli.main, gpuq.cli.queue, gpuq.cli.render")
     assert _hits(loaded, ("rich", "csv")) == []
+
+
+def test_tables_are_drawn_without_rich() -> None:
+    """Every command's tables and messages come from gpuq.cli.table: Rich is the console's alone."""
+    commands = ", ".join(f"gpuq.cli.{m}" for m in ("queue", "gpus", "sla", "overview", "preemptions", "preview", "job",
+                                                    "actions", "audit", "table"))  # fmt: skip
+    assert _hits(_modules_after_import(commands), ("rich",)) == []

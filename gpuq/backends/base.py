@@ -28,6 +28,7 @@ __all__ = [
     "ActionResult",
     "ApiRequest",
     "Backend",
+    "Foreseen",
     "Capabilities",
     "NativePlan",
     "NativeVictim",
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 #: The actions gpuq knows; a backend lists the ones it can run in `Capabilities.actions`.
-ACTIONS = ("bump", "exempt", "preempt")
+ACTIONS = ("bump", "exempt", "preempt", "resume")
 
 _NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
 
@@ -71,6 +72,15 @@ class PriorityChange:
 
 
 @dataclass(frozen=True, slots=True)
+class Foreseen:
+    """What the operator was shown that an action would set off: for a bump of a pending job,
+    the jobs its preview would preempt (with their nodes) and the nodes it would start on."""
+
+    victims: Mapping[str, tuple[str, ...]]
+    nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ActionPlan:
     """One action as a backend will carry it out, fixed when it was prepared.
 
@@ -79,6 +89,10 @@ class ActionPlan:
     `commands` are the exact command lines (argument lists), `requests` the exact API requests.
     `guard`: job fields that must be unchanged when the plan is applied (else `JobChanged`).
     `payload`: what `apply` needs, private to the backend that prepared the plan.
+    `foreseen`: set by the service, what the operator was shown the action would set off (a
+    bump's preview); a backend that schedules itself (the demo) carries that out while it is
+    still valid, and every backend that can tell reports what really happened
+    (`ActionResult.preempted`).
     """
 
     action: str
@@ -91,11 +105,14 @@ class ActionPlan:
     message: str = ""
     guard: Mapping[str, Any] = field(default_factory=lambda: _NO_FIELDS)
     payload: Mapping[str, Any] = field(default_factory=lambda: _NO_FIELDS)
+    foreseen: Foreseen | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ActionResult:
-    """What an applied action did: the job fields before and after, the calls it made."""
+    """What an applied action did: the job fields before and after, the calls it made, and
+    `preempted`: the jobs it made the scheduler preempt, with their nodes (None: the backend
+    cannot tell at once, as Slurm, whose scheduler acts later)."""
 
     action: str
     target: str
@@ -105,6 +122,7 @@ class ActionResult:
     requests: tuple[ApiRequest, ...] = ()
     warnings: tuple[str, ...] = ()
     message: str = ""
+    preempted: Mapping[str, tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,23 +179,53 @@ class OptionSpec:
     #: the smallest value allowed (numbers); `exclusive`: the value must be greater
     minimum: float | None = None
     exclusive: bool = False
+    #: the largest value allowed (numbers): what can exist, so nothing downstream overflows
+    maximum: float | None = None
 
     def check(self, value: Any, where: str) -> Any:
         """`value` converted to the option's type; BadInput naming `where` (the config file's
-        line and key, or the flag) when it is not one."""
+        line and key, or the flag) when it is not one, or when a number is outside its range."""
         kind = self.kind
         ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value, ok = float(value), True
+            ok = True
+            try:
+                value = float(value)
+            except OverflowError:  # an integer past any float: out of every range below
+                value = float("inf")
         if not ok:
-            raise BadInput(f"{where}: expected {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r}")
+            raise BadInput(f"{where}: expected {_KIND_NAMES.get(kind, kind.__name__)}, got {_shown(value)}")
         if kind is float and (value != value or value in (float("inf"), float("-inf"))):
-            raise BadInput(f"{where}: expected a finite number, got {value!r}")
-        low = self.minimum
-        if low is not None and kind in (int, float) and (value < low or (self.exclusive and value == low)):
-            bound = f"> {low:g}" if self.exclusive else f">= {low:g}"
-            raise BadInput(f"{where}: must be {bound} ({self.help}), got {value!r}")
+            allowed = f" (allowed:{self._range()})" if self.minimum is not None or self.maximum is not None else ""
+            raise BadInput(f"{where}: expected a finite number, got {_shown(value)}{allowed}")
+        low, high = self.minimum, self.maximum
+        if kind in (int, float) and (
+            (low is not None and (value < low or (self.exclusive and value == low)))
+            or (high is not None and value > high)
+        ):
+            raise BadInput(f"{where}: must be{self._range()} ({self.help}), got {_shown(value)}")
         return value
+
+    def _range(self) -> str:
+        low, high = self.minimum, self.maximum
+        parts = []
+        if low is not None:
+            parts.append(f"> {_bound(low)}" if self.exclusive else f">= {_bound(low)}")
+        if high is not None:
+            parts.append(f"<= {_bound(high)}")
+        return " " + " and ".join(parts) if parts else ""
+
+
+def _bound(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message (an integer of thousands of digits is not printed whole)."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +291,10 @@ class Backend(ABC):
     def prepare_preempt(self, job_id: str, mode: Mode, *, reason: str) -> ActionPlan:
         """Fix how a running job is preempted now with `mode`."""
         raise self._unsupported("preempt")
+
+    def prepare_resume(self, job_id: str, *, reason: str) -> ActionPlan:
+        """Fix how a suspended job (holding its GPUs) is resumed."""
+        raise self._unsupported("resume")
 
     def apply(self, plan: ActionPlan) -> ActionResult:
         """Carry out `plan` exactly; JobChanged (nothing done) when its guard no longer holds.

@@ -10,11 +10,16 @@ from __future__ import annotations
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.render import emit_csv, emit_json, make_table, print_table, warn
+from gpuq.cli.render import emit_csv, emit_json, print_table, warn
 from gpuq.locations import audit_log_path
 from gpuq.views.audit import audit_view
+from gpuq.views.changes import describe_value
+from gpuq.views.columns import AUDIT
 
 __all__ = ["audit"]
+
+#: The two clocks an operator reads (the demo's cluster runs ahead of the wall clock).
+_CLOCKS = "TIME: wall time, when gpuq acted; times in CHANGE: cluster time"
 
 _COLUMNS = ("time", "operator", "host", "backend", "cluster", "action", "target", "result", "reason")
 _STYLES = {"ok": "green", "dry_run": "cyan", "error": "red", "refused": "yellow", "unknown": "bold magenta"}
@@ -49,14 +54,11 @@ def audit(app: App, tail: int, actions: tuple[str, ...], jobs: tuple[str, ...], 
              for r in view.rows),
         )  # fmt: skip
     else:
-        table = make_table(
-            f"{view.path}: {len(view.rows)} records",
-            ["TIME", "OPERATOR", "CLUSTER", "ACTION", "JOB", "RESULT", "CHANGE", "REASON"],
-        )
-        for row in view.rows:
-            r = row.record
-            result = row.result
-            shown = f"[{_STYLES[result]}]{result}[/]" if result in _STYLES else result
-            table.add_row(str(r.get("time")), str(r.get("operator")), f"{r.get('backend')}/{r.get('cluster')}",
-                          str(r.get("action")), str(r.get("target")), shown, row.detail, str(r.get("reason") or ""))
-        print_table(app, table)
+        rows = [
+            (describe_value(r.get("time"), "time"), str(r.get("operator")), f"{r.get('backend')}/{r.get('cluster')}",
+             str(r.get("action")), str(r.get("target")), row.result, row.detail, str(r.get("reason") or ""))
+            for row in view.rows
+            for r in (row.record,)
+        ]  # fmt: skip
+        print_table(app, AUDIT, rows, title=f"{view.path}: {len(view.rows)} records ({_CLOCKS})",
+                    styles={"RESULT": _STYLES})  # fmt: skip

@@ -2,6 +2,10 @@
 
 The same scripts are committed under `completions/` (regenerate with
 `python -m gpuq.cli.completion completions/`); job ids complete dynamically from the backend.
+
+fish gets gpuq's own variant of click's script (`FishComplete`): click's splits each answer at
+every comma, which cuts a description such as "pending, 4 GPUs, alice, normal" after its first
+word, and lets fish sort the answers alphabetically, which undoes "most recent job first".
 """
 
 from __future__ import annotations
@@ -10,19 +14,55 @@ import sys
 from pathlib import Path
 
 import click
+from click.shell_completion import FishComplete, add_completion_class
 
 from gpuq.cli.options import global_options
 
-__all__ = ["FILES", "completion", "completion_script", "write_completion_files"]
+__all__ = ["FILES", "GpuqFishComplete", "completion", "completion_script", "register", "write_completion_files"]
 
 #: Shell → committed file name under completions/.
 FILES = {"bash": "gpuq.bash", "zsh": "_gpuq", "fish": "gpuq.fish"}
+
+# click's fish script, but: split each answer once, at the comma after its type (the value and
+# its tab-separated description keep theirs), and keep gpuq's order (`--keep-order`).
+_SOURCE_FISH = """\
+function %(complete_func)s;
+    set -l response (env %(complete_var)s=fish_complete COMP_WORDS=(commandline -cp) \
+COMP_CWORD=(commandline -t) %(prog_name)s);
+
+    for completion in $response;
+        set -l metadata (string split --max 1 "," $completion);
+
+        if test $metadata[1] = "dir";
+            __fish_complete_directories $metadata[2];
+        else if test $metadata[1] = "file";
+            __fish_complete_path $metadata[2];
+        else if test $metadata[1] = "plain";
+            echo $metadata[2];
+        end;
+    end;
+end;
+
+complete --no-files --keep-order --command %(prog_name)s --arguments \
+"(%(complete_func)s)";
+"""
+
+
+class GpuqFishComplete(FishComplete):
+    source_template = _SOURCE_FISH
+
+
+def register() -> None:
+    """Use gpuq's fish script and answers (main() calls this when a shell asks to complete)."""
+    add_completion_class(GpuqFishComplete, "fish")
 
 
 def completion_script(shell: str) -> str:
     from click.shell_completion import get_completion_class
 
     from gpuq.cli.main import cli
+
+    register()
 
     cls = get_completion_class(shell)
     if cls is None:  # pragma: no cover - the Choice below rules it out

@@ -12,8 +12,9 @@ from typing import IO, Any
 import click
 
 from gpuq.errors import EXIT_CODES, GpuqError
+from gpuq.textsafe import visible
 
-__all__ = ["EXIT_CODES", "GpuqClickError", "to_click_error"]
+__all__ = ["EXIT_CODES", "GpuqClickError", "to_click_error", "visible_message"]
 
 
 class GpuqClickError(click.ClickException):
@@ -25,7 +26,15 @@ class GpuqClickError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"gpuq: error: {self.format_message()}", err=True, file=file)
+        # The message may quote outside text (a job id, a backend's answer): shown as data.
+        click.echo(f"gpuq: error: {visible(self.format_message())}", err=True, file=file)
+
+
+def visible_message(exc: click.ClickException) -> click.ClickException:
+    """click's own usage errors quote what was typed (`no such option: …`, `'…' is not one of
+    …`): control characters in it are shown as escapes too."""
+    vars(exc)["message"] = visible(exc.message)  # click types it Final; only how it reads changes
+    return exc
 
 
 def to_click_error(exc: GpuqError) -> GpuqClickError:

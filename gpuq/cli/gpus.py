@@ -12,9 +12,10 @@ from typing import Any
 
 import click
 
-from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.render import emit_csv, emit_json, make_table, print_table
+from gpuq.cli.options import App, global_options, pass_app, watchable
+from gpuq.cli.render import emit_csv, emit_json, print_table
 from gpuq.timefmt import format_time
+from gpuq.views.columns import GPUS
 from gpuq.views.gpus import GpuGrid, gpu_grid
 
 __all__ = ["gpus"]
@@ -48,31 +49,39 @@ def _csv_rows(grid: GpuGrid) -> Iterator[list[Any]]:
             yield [g.node.name, index, job_id, job and job.user, job and job.tenant, job and job.job_class]
 
 
+#: a free GPU in the grid
+FREE = "."
+_STYLES = {"GPUS": {FREE: "dim"}, "STATE": {"down": "red", "drain": "red"}}
+
+
 def _table(app: App, grid: GpuGrid, total_gpus: int) -> None:
-    width = grid.width
-    table = make_table(
-        f"{grid.cluster} at {format_time(grid.taken_at)}: {grid.busy}/{total_gpus} GPUs busy",
-        ["NODE", "MODEL", "STATE", "FREE", *[str(i) for i in range(width)], "UNPLACED"],
-        right=("FREE",),
-    )
-    for g in grid.nodes:
-        cells = [job if job is not None else "[dim]·[/]" for job in g.slots]
-        cells += [""] * (width - len(cells))
-        state = g.node.state.value
-        if not g.node.state.takes_work:
-            state = f"[red]{state}[/]"
-        table.add_row(g.node.name, g.node.gpu_model or "-", state, str(g.free), *cells, " ".join(g.unindexed))
-    print_table(app, table)
+    """One line per node: each GPU, by index from 0, as its job's id or `.` when free (a node's
+    cells go on to the next lines, under the first, where they do not fit)."""
+    rows = [
+        (g.node.name, g.node.gpu_model or "-", g.node.state.value, str(g.free),
+         tuple(FREE if job is None else job for job in g.slots), g.unindexed)  # fmt: skip
+        for g in grid.nodes
+    ]
+    title = f"{grid.cluster} at {format_time(grid.taken_at)}: {grid.busy}/{total_gpus} GPUs busy"
+    print_table(app, GPUS, rows, title=title, styles=_STYLES)
 
 
 @click.command("gpus")
-@click.option("--node", "nodes", multiple=True, metavar="NODE", help="Only these nodes (repeatable).")
+@click.option("--node", "nodes", multiple=True, metavar="NODE",
+              help="Only these nodes: names or globs such as 'gpu-0*' (repeatable).")  # fmt: skip
+@click.option("--free", "free_only", is_flag=True, help="Only nodes with a free GPU that take work.")
 @global_options
+@watchable
 @pass_app
-def gpus(app: App, nodes: tuple[str, ...]) -> None:
-    """Per-node GPU grid: which job holds each GPU."""
+def gpus(app: App, nodes: tuple[str, ...], free_only: bool) -> None:
+    """Per-node GPU grid: which job holds each GPU.
+
+    One line per node; under GPUS each GPU from index 0 shows the job holding it, or '.' when
+    free (a node with more GPUs than fit goes on under them). UNPLACED: jobs whose GPU indexes
+    the backend does not know, one entry per GPU.
+    """
     snapshot = app.snapshot(ledger=False)  # GPU holders only: no finished jobs, no ledger
-    grid = gpu_grid(snapshot, nodes=nodes)
+    grid = gpu_grid(snapshot, nodes=nodes, free_only=free_only)
     if app.output == "json":
         emit_json(_json(grid))
     elif app.output == "csv":

@@ -14,10 +14,12 @@ from typing import Any
 import click
 
 from gpuq.cli.options import App, global_options, job_argument, pass_app
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, make_console
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say
 from gpuq.model import QUEUED_STATES
 from gpuq.model.codec import job_document
 from gpuq.timefmt import format_time
+from gpuq.views.changes import format_priority
+from gpuq.views.columns import JOB
 from gpuq.views.job import JobView, job_view
 
 __all__ = ["job"]
@@ -50,7 +52,7 @@ def _rows(view: JobView) -> list[tuple[str, str]]:
             + (f", max wait {fmt_duration(cls.max_wait_s)}" if cls.max_wait_s is not None else ""),
         ),
         ("state", j.state.value + (f" ({j.reason})" if j.reason else "")),
-        ("priority", f"{j.priority} base, {eff:g} effective" + (" (urgent)" if j.urgent else "")),
+        ("priority", f"{j.priority} base, {format_priority(eff)} effective" + (" (urgent)" if j.urgent else "")),
         ("gpus", f"{j.gpus}" + (f" on {alloc}" if alloc else "")),
         ("submitted", fmt_time(j.submit_time)),
         ("eligible", fmt_time(j.eligible_time)),
@@ -102,15 +104,8 @@ def job(app: App, job_id: str) -> None:
         doc = _document(view)
         emit_csv(("field", "value"), ((k, " ".join(map(str, v)) if isinstance(v, list) else v) for k, v in doc.items()))
         return
-    from rich.table import Table
-
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold")
-    grid.add_column()
-    for key, value in _rows(view):
-        grid.add_row(key, value)
-    console = make_console(app)
-    console.print(grid)
-    console.print(f"\n[bold]{'why pending' if view.job.is_pending else 'status'}[/]")
+    print_table(app, JOB, _rows(view))
+    say(app, "")
+    say(app, ("why pending" if view.job.is_pending else "status", "bold"))
     for line in view.explanation:
-        console.print(f"  - {line}", markup=False)
+        say(app, f"  - {line}")

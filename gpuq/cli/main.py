@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from gpuq import __version__
-from gpuq.cli.errors import to_click_error
+from gpuq.cli.errors import to_click_error, visible_message
 from gpuq.cli.options import global_options
 from gpuq.errors import GpuqError
 
@@ -37,6 +37,7 @@ _COMMANDS: dict[str, str] = {
     "bump": "gpuq.cli.actions:bump",
     "exempt": "gpuq.cli.actions:exempt",
     "preempt": "gpuq.cli.actions:preempt",
+    "resume": "gpuq.cli.actions:resume",
     "snapshot": "gpuq.cli.snapshot:snapshot",
     "audit": "gpuq.cli.audit:audit",
     "completion": "gpuq.cli.completion:completion",
@@ -57,11 +58,37 @@ class GpuqGroup(click.Group):
             self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
         return self.commands.get(cmd_name)
 
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise visible_message(exc) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except GpuqError as exc:
             raise to_click_error(exc) from None
+        except click.ClickException as exc:
+            raise visible_message(exc) from None
+        except BrokenPipeError:
+            # `gpuq overview | head -1`: the reader has all it wanted; stop quietly with 0, as a
+            # command whose output fitted in the pipe does (click's own handler would exit 1).
+            _silence_stdout()
+            raise click.exceptions.Exit(0) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the flush at exit does not fail on the closed pipe again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test runner's stream)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 @click.group(cls=GpuqGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -89,13 +116,17 @@ def main(argv: list[str] | None = None) -> None:
     # containers inside jobs); the cyclic collector would rescan them over and over for nothing.
     # Memory is returned by reference counting; `tui` re-enables the collector.
     gc.disable()
+    if "_GPUQ_COMPLETE" in os.environ:  # a shell asks for completions: answer as gpuq's scripts read them
+        from gpuq.cli.completion import register
+
+        register()
     try:
         cli.main(args=argv, prog_name="gpuq", complete_var="_GPUQ_COMPLETE")
     except BrokenPipeError:
-        # `gpuq queue | head`: stop quietly, and keep Python from complaining at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
+        # `gpuq queue | head` (a pipe closed outside a command, e.g. while completing): stop
+        # quietly, and keep Python from complaining at exit.
+        _silence_stdout()
+        sys.exit(0)
     except KeyboardInterrupt:
         click.echo("gpuq: interrupted", err=True)
         sys.exit(130)

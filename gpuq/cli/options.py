@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from gpuq.config import OUTPUT_FORMATS
+from gpuq.model import JobState
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -25,7 +26,24 @@ if TYPE_CHECKING:
     from gpuq.model import Snapshot
     from gpuq.service import Cluster
 
-__all__ = ["App", "GlobalOptions", "Injected", "current_app", "global_options", "job_argument", "pass_app"]
+__all__ = [
+    "WATCH_DEFAULT_S",
+    "WATCH_MAX_S",
+    "WATCH_MIN_S",
+    "App",
+    "GlobalOptions",
+    "Injected",
+    "complete_class",
+    "complete_list",
+    "complete_state",
+    "complete_tenant",
+    "complete_user",
+    "current_app",
+    "global_options",
+    "job_argument",
+    "pass_app",
+    "watchable",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _META_KEY = "gpuq.globals"
@@ -43,14 +61,17 @@ class GlobalOptions:
     no_color: bool = False
     seed: int | None = None
     speed: float | None = None
+    no_headers: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Injected:
     """What an embedding program or a test hands the CLI as click's ``obj`` instead of the
-    defaults: the wall clock backends read (None: the real one)."""
+    defaults: the wall clock backends read, and the sleep between `--watch` frames (None: the
+    real ones)."""
 
     clock: Callable[[], float] | None = None
+    sleep: Callable[[float], None] | None = None
 
 
 def _globals(ctx: click.Context) -> GlobalOptions:
@@ -71,8 +92,20 @@ def _store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 def _global_option_decorators() -> list[Callable[[F], F]]:
     common: dict[str, Any] = {"expose_value": False, "callback": _store, "is_eager": True}
     return [
-        click.option("--backend", metavar="NAME", help="Backend: demo, slurm (default: config, else demo).", **common),
-        click.option("--cluster", metavar="NAME", help="Cluster name ([clusters.NAME] in the config).", **common),
+        click.option(
+            "--backend",
+            metavar="NAME",
+            help="Backend: demo, slurm (default: config, else demo).",
+            shell_complete=_complete_backend,
+            **common,
+        ),
+        click.option(
+            "--cluster",
+            metavar="NAME",
+            help="Cluster name ([clusters.NAME] in the config).",
+            shell_complete=_complete_cluster,
+            **common,
+        ),
         click.option(
             "--snapshot",
             metavar="FILE",
@@ -86,7 +119,18 @@ def _global_option_decorators() -> list[Callable[[F], F]]:
             "--config", metavar="FILE", help="Config file (default: $XDG_CONFIG_HOME/gpuq/config.toml).", **common
         ),
         click.option(
-            "-o", "--output", type=click.Choice(OUTPUT_FORMATS, case_sensitive=False), help="Output format.", **common
+            "-o",
+            "--output",
+            type=click.Choice(OUTPUT_FORMATS, case_sensitive=False),
+            help="Output format (wide: a table with every column).",
+            **common,
+        ),
+        click.option(
+            "--no-headers",
+            is_flag=True,
+            default=False,
+            help="Tables without titles and column headers (for awk and friends).",
+            **common,
         ),
         click.option(
             "--no-color", is_flag=True, default=False, help="No colours (NO_COLOR is honoured too).", **common
@@ -117,6 +161,9 @@ class App:
         self.injected = injected or Injected()
         self._config: Config | None = None
         self._cluster: Cluster | None = None
+        #: set by `--watch`: each frame reads afresh, and nothing is frozen for the collector
+        self.watching = False
+        self._stale = False
 
     @property
     def config(self) -> Config:
@@ -149,13 +196,34 @@ class App:
         what it read to the end, so the collector is told to leave those objects alone from here
         on (`gc.freeze`): a large snapshot is never walked by a full collection that cannot free
         any of it. (A long-running front end does not do this: it reads again and again.)"""
-        snap = self.cluster.snapshot(ledger=ledger)
-        gc.freeze()
+        if self._stale:
+            self._stale = False
+            snap = self.cluster.refresh(ledger=ledger)
+        else:
+            snap = self.cluster.snapshot(ledger=ledger)
+        if not self.watching:
+            gc.freeze()
         return snap
+
+    def next_frame(self) -> None:
+        """`--watch`: the next `snapshot()` reads the cluster again."""
+        self._stale = True
 
     @property
     def output(self) -> str:
-        return (self.options.output or self.config.output).lower()
+        """json, csv or table; `-o wide` is a table too (see `wide`), so every check for a table
+        holds for it."""
+        chosen = (self.options.output or self.config.output).lower()
+        return "table" if chosen == "wide" else chosen
+
+    @property
+    def wide(self) -> bool:
+        """`-o wide`: a table with every column, whatever the terminal's width."""
+        return (self.options.output or self.config.output).lower() == "wide"
+
+    @property
+    def no_headers(self) -> bool:
+        return self.options.no_headers
 
     @property
     def color(self) -> bool:
@@ -182,18 +250,136 @@ def pass_app(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _complete_job_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+#: `--watch` bounds and the interval a bare `-w` takes (seconds)
+WATCH_MIN_S, WATCH_MAX_S, WATCH_DEFAULT_S = 1.0, 3600.0, 2.0
+
+
+def watchable(func: F) -> F:
+    """Add `-w/--watch [SECONDS]` to a read command: render again every SECONDS until Ctrl-C
+    (gpuq/cli/watch.py). Goes between `global_options` and `pass_app`."""
+
+    @wraps(func)
+    def wrapper(*args: Any, watch: float | None = None, **kwargs: Any) -> Any:
+        if watch is None:
+            return func(*args, **kwargs)
+        from gpuq.cli.watch import watch_loop
+
+        watch_loop(current_app(), lambda: func(*args, **kwargs), watch)
+        return None
+
+    return click.option(
+        "-w",
+        "--watch",
+        type=click.FloatRange(WATCH_MIN_S, WATCH_MAX_S),
+        is_flag=False,
+        flag_value=WATCH_DEFAULT_S,
+        default=None,
+        metavar="[SECONDS]",
+        help=f"Redraw every SECONDS ({WATCH_MIN_S:g}-{WATCH_MAX_S:g}, default {WATCH_DEFAULT_S:g}) until Ctrl-C.",
+    )(wrapper)  # type: ignore[return-value]
+
+
+# -- shell completion: every completer answers [] rather than fail (a broken config, a backend
+# that is down) so the operator's shell never shows a traceback.
+
+
+def _items(values: Iterable[str | tuple[str, str]], incomplete: str) -> list[CompletionItem]:
     from click.shell_completion import CompletionItem
 
+    items = []
+    for value in values:
+        text, help_ = value if isinstance(value, tuple) else (value, None)
+        if text.startswith(incomplete):
+            items.append(CompletionItem(text, help=help_))
+    return items
+
+
+def _complete_backend(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    from gpuq.service import backend_names
+
     try:
-        ids = current_app(ctx).cluster.job_ids()
-    except Exception:  # noqa: BLE001 - a broken config must not break the operator's shell
+        return _items(backend_names(), incomplete)
+    except Exception:  # noqa: BLE001 - completion must never break the shell
         return []
-    return [CompletionItem(i) for i in ids if i.startswith(incomplete)]
 
 
-def job_argument(name: str = "job_id", *, required: bool = True) -> Callable[[F], F]:
-    """A JOB argument whose values complete from the backend's job ids."""
+def _complete_cluster(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    try:
+        return _items(sorted(current_app(ctx).config.clusters), incomplete)
+    except Exception:  # noqa: BLE001 - completion must never break the shell
+        return []
+
+
+def complete_list(words: Iterable[str], *, alone: Iterable[str] = ()) -> Callable[..., list[CompletionItem]]:
+    """A completer for a comma list of `words` (`pending,ru` -> `pending,running`, a word given
+    once is not offered again); `alone`: words that stand only by themselves (`all`)."""
+    choices, single = tuple(words), tuple(alone)
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        head, _, last = incomplete.rpartition(",")
+        prefix = head + "," if head else ""
+        given = set(head.split(","))
+        offered = [w for w in choices if w not in given] + ([] if head else list(single))
+        return _items((prefix + w for w in offered), prefix + last)
+
+    return complete
+
+
+complete_state = complete_list([s.value for s in JobState], alone=["all"])
+
+
+def _snapshot_completer(values: Callable[[Snapshot], Iterable[str]]) -> Callable[..., list[CompletionItem]]:
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        try:
+            return _items(values(current_app(ctx).cluster.snapshot(ledger=False)), incomplete)
+        except Exception:  # noqa: BLE001 - completion must never break the shell
+            return []
+
+    return complete
+
+
+def _classes(snapshot: Snapshot) -> list[str]:
+    from gpuq.views.choices import class_choices
+
+    return class_choices(snapshot)
+
+
+def _users(snapshot: Snapshot) -> list[str]:
+    from gpuq.views.choices import value_choices
+
+    return value_choices(snapshot, "user")
+
+
+def _tenants(snapshot: Snapshot) -> list[str]:
+    from gpuq.views.choices import value_choices
+
+    return value_choices(snapshot, "tenant")
+
+
+complete_class = _snapshot_completer(_classes)
+complete_user = _snapshot_completer(_users)
+complete_tenant = _snapshot_completer(_tenants)
+
+
+def _job_completer(states: frozenset[JobState] | None) -> Callable[..., list[CompletionItem]]:
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        from gpuq.views.choices import job_choices
+
+        try:
+            snapshot = current_app(ctx).cluster.snapshot(ledger=False)
+            return _items(job_choices(snapshot, states), incomplete)
+        except Exception:  # noqa: BLE001 - a broken config must not break the operator's shell
+            return []
+
+    return complete
+
+
+def job_argument(
+    name: str = "job_id", *, required: bool = True, states: Iterable[JobState] | None = None
+) -> Callable[[F], F]:
+    """A JOB argument whose values complete from the backend's jobs in `states` (all when None),
+    the most recently submitted first, each with its state, GPUs, user and class."""
+    wanted = None if states is None else frozenset(states)
     return click.argument(
-        name, metavar="JOB" if required else "[JOB]", required=required, shell_complete=_complete_job_id
+        name, metavar="JOB" if required else "[JOB]", required=required, shell_complete=_job_completer(wanted)
     )

@@ -7,20 +7,25 @@ what each would preempt, and the latest preemptions.
 "jobs": {"<state>": count}, "sla": {"<class>": {"p95_incl_pending_s", "target_p95_s", "breach"}},
 "top_pending": [{"id", "gpus", "class", "effective_priority", "wait_s", "fits_now",
 "would_preempt", "victims"}], "recent_preemptions": [{"time", "victim", "preemptor", "gpus",
-"gpu_seconds_lost", "mode", "reason"}]}`.
+"gpu_seconds_lost", "mode", "reason"}]}`. `-o csv` has every section in one table, a `section`
+column first (`CSV_HEADER`, README "CSV output").
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
-from gpuq.cli.options import App, global_options, pass_app
+from gpuq.cli.csvsections import keyed_rows, section_rows
+from gpuq.cli.options import App, global_options, pass_app, watchable
 from gpuq.cli.preemptions import event_document
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_console, make_table, say_none
-from gpuq.cli.sla import VERDICTS
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, print_table, say
+from gpuq.cli.sla import VERDICT_STYLES, VERDICTS
 from gpuq.timefmt import format_time
+from gpuq.views.changes import format_priority
+from gpuq.views.columns import OVERVIEW_EVENTS, OVERVIEW_SLA, OVERVIEW_TOP
 from gpuq.views.overview import OverviewView, TopPending, overview_view
 from gpuq.views.sla import verdict
 
@@ -51,6 +56,26 @@ def overview_document(view: OverviewView) -> dict[str, Any]:
     }
 
 
+#: `overview -o csv`: every section of the JSON document in one table (gpuq/cli/csvsections.py)
+CSV_HEADER = (
+    "section", "key", "value", "class", "pending", "p95_incl_pending_s", "target_p95_s", "breach", "id", "tenant",
+    "gpus", "effective_priority", "wait_s", "fits_now", "would_preempt", "victims", "blocked", "time", "victim",
+    "preemptor", "gpu_seconds_lost", "mode", "reason",
+)  # fmt: skip
+
+
+def overview_csv_rows(doc: dict[str, Any]) -> Iterator[list[Any]]:
+    """The JSON document's sections as CSV rows: `snapshot` (cluster, backend, taken_at), `gpus`,
+    `jobs` (count per state), `sla` (one row per class), `top_pending`, `recent_preemptions`."""
+    h = CSV_HEADER
+    yield from keyed_rows(h, "snapshot", {k: doc[k] for k in ("cluster", "backend", "taken_at")})
+    yield from keyed_rows(h, "gpus", doc["gpus"])
+    yield from keyed_rows(h, "jobs", doc["jobs"])
+    yield from section_rows(h, "sla", ({"class": name, **fields} for name, fields in doc["sla"].items()))
+    yield from section_rows(h, "top_pending", doc["top_pending"])
+    yield from section_rows(h, "recent_preemptions", doc["recent_preemptions"])
+
+
 def _next(row: TopPending) -> str:
     if row.fits_now:
         return "fits on free GPUs"
@@ -63,6 +88,7 @@ def _next(row: TopPending) -> str:
 @click.option("--top", type=click.IntRange(min=1, max=50), default=5, show_default=True,
               help="Pending jobs and preemptions to list.")
 @global_options
+@watchable
 @pass_app
 def overview(app: App, top: int) -> None:
     """Capacity, SLA per class, the most urgent pending jobs and the latest preemptions."""
@@ -71,36 +97,25 @@ def overview(app: App, top: int) -> None:
         emit_json(overview_document(view))
         return
     if app.output == "csv":
-        # One flat table is what a spreadsheet wants: the per-class SLA lines.
-        emit_csv(
-            ("class", "pending", "p95_incl_pending_s", "target_p95_s", "breach"),
-            ([name, s.pending, s.p95_incl_pending_s, s.target_p95_s, s.breach] for name, s in view.sla.items()),
-        )
+        emit_csv(CSV_HEADER, overview_csv_rows(overview_document(view)))
         return
-    console = make_console(app)
     cap = view.capacity
     jobs = ", ".join(f"{count} {state}" for state, count in view.jobs.items())
-    console.print(
-        f"[bold]{view.cluster}[/] ({view.backend}) at {format_time(view.taken_at)}: "
+    say(app, (view.cluster, "bold"), f" ({view.backend}) at {format_time(view.taken_at)}: "
         f"{cap.busy}/{cap.total} GPUs busy ({100 * cap.busy_share:.0f}%), {cap.free} free, "
-        f"{cap.unavailable} down or draining; jobs: {jobs or 'none'}"
-    )
-    sla = make_table("SLA (P95 including pending jobs)", ["CLASS", "PENDING", "P95", "TARGET", "SLA"],
-                     right=("PENDING", "P95", "TARGET"))  # fmt: skip
-    for name, s in view.sla.items():
-        sla.add_row(name, str(s.pending), fmt_duration(s.p95_incl_pending_s), fmt_duration(s.target_p95_s),
-                    VERDICTS[verdict(s)])  # fmt: skip
-    console.print(say_none(sla))
-    top_table = make_table("Most urgent pending jobs", ["JOB", "CLASS", "GPUS", "EFF", "WAIT", "NEXT"],
-                           right=("GPUS", "EFF", "WAIT"))  # fmt: skip
-    for row in view.top_pending:
-        top_table.add_row(row.id, row.job_class, str(row.gpus), f"{row.effective_priority:g}",
-                          fmt_duration(row.wait_s), _next(row))  # fmt: skip
-    console.print(say_none(top_table))
-    events = make_table("Recent preemptions", ["TIME", "VICTIM", "BY", "GPUS", "GPU-H LOST", "MODE"],
-                        right=("GPUS", "GPU-H LOST"))  # fmt: skip
+        f"{cap.unavailable} down or draining; jobs: {jobs or 'none'}")  # fmt: skip
+    say(app, "")
+    sla = [(name, str(s.pending), fmt_duration(s.p95_incl_pending_s), fmt_duration(s.target_p95_s),
+            VERDICTS[verdict(s)]) for name, s in view.sla.items()]  # fmt: skip
+    print_table(app, OVERVIEW_SLA, sla, title="SLA (P95 including pending jobs)", styles=VERDICT_STYLES)
+    say(app, "")
+    top_rows = [(row.id, row.job_class, str(row.gpus), format_priority(row.effective_priority),
+                 fmt_duration(row.wait_s), _next(row)) for row in view.top_pending]  # fmt: skip
+    print_table(app, OVERVIEW_TOP, top_rows, title="Most urgent pending jobs")
+    say(app, "")
+    events = []
     for e in view.recent_preemptions:
         lost = e.gpu_seconds_lost
-        events.add_row(format_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
-                       "-" if lost is None else f"{lost / 3600:.1f}", e.mode or "-")  # fmt: skip
-    console.print(say_none(events))
+        events.append((format_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
+                       "-" if lost is None else f"{lost / 3600:.1f}", e.mode or "-"))  # fmt: skip
+    print_table(app, OVERVIEW_EVENTS, events, title="Recent preemptions")

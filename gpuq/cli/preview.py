@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import click
 
-from gpuq.cli.options import App, global_options, job_argument, pass_app
-from gpuq.cli.render import emit_csv, emit_json, make_console, make_table, warn
+from gpuq.cli.options import App, complete_class, complete_tenant, global_options, job_argument, pass_app
+from gpuq.cli.render import emit_csv, emit_json, print_table, say, warn
+from gpuq.textsafe import visible
+from gpuq.views.changes import format_number, format_priority
+from gpuq.views.columns import PREVIEW_SPARED, PREVIEW_VICTIMS
 from gpuq.views.preview import PreviewView, from_preview
 
 __all__ = ["preview", "show_preview"]
@@ -37,63 +40,54 @@ def show_preview(app: App, view: PreviewView, *, heading: str | None = None) -> 
             ],
         )  # fmt: skip
         return
-    console = make_console(app)
     who = view.who
     if heading:
-        console.print(heading, markup=False)
+        say(app, heading)
     if not plan.feasible:
-        console.print(f"[bold red]never feasible:[/] {who} {plan.blocked or 'cannot be placed on this cluster'}")
+        say(app, ("never feasible:", "bold red"), f" {who} {plan.blocked or 'cannot be placed on this cluster'}")
     elif plan.fits_without_preemption:
-        console.print(f"[green]fits without preemption[/]: {who} can start now on {', '.join(plan.nodes)}")
+        say(app, ("fits without preemption", "green"), f": {who} can start now on {', '.join(plan.nodes)}")
     elif plan.would_preempt:
-        console.print(
-            f"[yellow]would preempt {len(plan.victims)} job(s)[/] on {', '.join(plan.nodes)} for {who} "
-            f"(effective priority {plan.effective_priority:g}): frees {plan.freed_gpus} GPUs, "
-            f"loses {view.gpu_hours_at_risk:.2f} GPU-hours, cost {plan.total_cost:g}"
-        )
+        say(app, (f"would preempt {len(plan.victims)} job(s)", "yellow"),
+            f" on {', '.join(plan.nodes)} for {who} (effective priority {format_priority(plan.effective_priority)}): "
+            f"frees {plan.freed_gpus} GPUs, loses {view.gpu_hours_at_risk:.2f} GPU-hours, "
+            f"cost {format_number(round(plan.total_cost, 2))}")
     else:
-        console.print(f"[yellow]would not preempt now[/]: {plan.blocked or 'no eligible victims'}")
+        say(app, ("would not preempt now", "yellow"), f": {plan.blocked or 'no eligible victims'}")
     if plan.victims:
-        table = make_table(
-            "victims",
-            ["ID", "NODES", "GPUS", "GPU-H LOST", "COST", "EFF PRIO"],
-            right=("GPUS", "GPU-H LOST", "COST", "EFF PRIO"),
-        )
-        for v in plan.victims:
-            table.add_row(v.job_id, ",".join(v.nodes), str(v.gpus), f"{v.gpu_seconds_lost / 3600:.2f}", f"{v.cost:g}",
-                          f"{v.effective_priority:g}")  # fmt: skip
-        console.print(table)
+        victims = [(v.job_id, tuple(v.nodes), str(v.gpus), f"{v.gpu_seconds_lost / 3600:.2f}",
+                    format_number(round(v.cost, 2)), format_priority(v.effective_priority))
+                   for v in plan.victims]  # fmt: skip
+        say(app, "")
+        print_table(app, PREVIEW_VICTIMS, victims, title="victims")
     if plan.spared:
-        table = make_table("spared", ["ID", "REASON", "DETAIL"])
-        for s in plan.spared:
-            table.add_row(s.job_id, s.reason.value, s.detail)
-        console.print(table)
+        say(app, "")
+        print_table(app, PREVIEW_SPARED, [(s.job_id, s.reason.value, s.detail) for s in plan.spared], title="spared")
     for note in plan.notes:
-        console.print(f"note: {note}", markup=False)
+        say(app, f"note: {note}")
     if result.native_error is not None:
-        console.print(f"native scheduler: {result.native_error}", markup=False)
+        say(app, f"native scheduler: {result.native_error}")
     if result.native is not None:
         native = result.native
         ids = ", ".join(v.id for v in native.victims) or "nothing"
-        console.print(
-            f"native scheduler: would {'preempt ' + ids if native.would_preempt else 'not preempt'}"
-            + (f" on {', '.join(native.nodes)}" if native.nodes else ""),
-            markup=False,
-        )
+        say(app, f"native scheduler: would {'preempt ' + ids if native.would_preempt else 'not preempt'}"
+            + (f" on {', '.join(native.nodes)}" if native.nodes else ""))  # fmt: skip
         for victim in native.victims:
-            console.print(f"  {victim.id}: {victim.reason}", markup=False)
+            say(app, f"  {victim.id}: {victim.reason}")
         for note in native.notes:
-            console.print(f"  {note}", markup=False)
+            say(app, f"  {note}")
         if view.differs:
-            console.print(f"  where they differ: {view.differs}", markup=False)
+            say(app, f"  where they differ: {view.differs}")
 
 
 @click.command("preview")
 @job_argument(required=False)
 @click.option("--gpus", type=click.IntRange(min=1), help="What-if: GPUs requested.")
 @click.option("--priority", type=int, help="What-if priority (with JOB: preview the job at this priority).")
-@click.option("--class", "job_class", metavar="CLASS", help="What-if: the request's class (default priority).")
-@click.option("--tenant", metavar="TENANT", help="What-if: the request's tenant (urgent quota).")
+@click.option("--class", "job_class", metavar="CLASS", shell_complete=complete_class,
+              help="What-if: the request's class (default priority).")  # fmt: skip
+@click.option("--tenant", metavar="TENANT", shell_complete=complete_tenant,
+              help="What-if: the request's tenant (urgent quota).")  # fmt: skip
 @click.option("--qos", metavar="QOS", help="What-if on Slurm: the QOS the job would be submitted with.")
 @click.option("--partition", metavar="PARTITION", help="What-if on Slurm: the partition it would be submitted to.")
 @click.option("--urgent", is_flag=True, help="Preview at manual-urgent priority.")
@@ -141,8 +135,6 @@ def preview(
     show_preview(app, view)
     if not view.preview.plan.feasible:
         if app.output != "table":
-            click.echo(
-                f"gpuq: never feasible: {view.preview.plan.blocked or 'the cluster cannot place this request'}",
-                err=True,
-            )
+            blocked = view.preview.plan.blocked or "the cluster cannot place this request"
+            click.echo(f"gpuq: never feasible: {visible(blocked)}", err=True)
         raise click.exceptions.Exit(1)

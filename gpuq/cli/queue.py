@@ -11,11 +11,23 @@ from typing import Any
 import click
 import msgspec
 
-from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.render import emit_csv, emit_json_bytes, fmt_duration, make_table, print_table
-from gpuq.model import Job, JobState
+from gpuq.cli.options import (
+    App,
+    complete_class,
+    complete_list,
+    complete_state,
+    complete_tenant,
+    complete_user,
+    global_options,
+    pass_app,
+    watchable,
+)
+from gpuq.cli.render import emit_csv, emit_json_bytes, fmt_duration, print_table
+from gpuq.model import Job
 from gpuq.timefmt import format_time
-from gpuq.views.queue import SORT_KEYS, QueueFilter, QueueRow, QueueView, parse_states, queue_view
+from gpuq.views.changes import format_priority
+from gpuq.views.columns import QUEUE
+from gpuq.views.queue import SORT_KEYS, QueueFilter, QueueRow, QueueView, parse_sort, parse_states, queue_view
 
 __all__ = ["TABLE_LIMIT", "queue"]
 
@@ -79,44 +91,58 @@ def _note(job: Job, now: float) -> str:
         notes.append(f"exempt {fmt_duration(job.exempt_until.timestamp() - now)}")
     if job.reason:
         notes.append(job.reason)
+    if job.conflict:  # a placement the backend showed for a moment (gpuq.model.placement)
+        notes.append(f"conflict: {job.conflict}")
     return ", ".join(notes)
+
+
+_STATE_STYLES = {"STATE": {"pending": "yellow", "running": "green", "suspended": "magenta"}}
 
 
 def _table(app: App, view: QueueView) -> None:
     rows, total = view.rows, view.total
     shown = f"{total} jobs" if len(rows) == total else f"first {len(rows)} of {total} jobs (--limit 0 for all)"
-    table = make_table(
-        f"{view.cluster} at {format_time(view.taken_at)}: {shown}",
-        ["ID", "NAME", "USER", "TENANT", "CLASS", "STATE", "GPUS", "PRIO", "EFF", "WAIT", "PREEMPT", "NODES", "NOTE"],
-        right=("GPUS", "PRIO", "EFF", "WAIT", "PREEMPT"),
-    )
-    styles = {JobState.PENDING: "yellow", JobState.RUNNING: "green", JobState.SUSPENDED: "magenta"}
-    for row in rows:
-        job = row.job
-        state = job.state.value
-        table.add_row(
-            job.id, job.name, job.user, job.tenant, job.job_class,
-            f"[{styles[job.state]}]{state}[/]" if job.state in styles else state,
-            str(job.gpus), str(job.priority), f"{row.effective_priority:g}", fmt_duration(row.wait_s),
-            f"{row.preemptions_24h}/{row.preemptions}" if row.preemptions else "", ",".join(job.nodes),
-            _note(job, view.now),
+    now = view.now
+    cells = [
+        (
+            job.id, job.name, job.user, job.tenant, job.job_class, job.state.value, str(job.gpus), str(job.priority),
+            format_priority(row.effective_priority), fmt_duration(row.wait_s),
+            f"{row.preemptions_24h}/{row.preemptions}" if row.preemptions else "", tuple(job.nodes), _note(job, now),
         )  # fmt: skip
-    print_table(app, table)
+        for row in rows
+        for job in (row.job,)
+    ]
+    print_table(app, QUEUE, cells, title=f"{view.cluster} at {format_time(view.taken_at)}: {shown}",
+                styles=_STATE_STYLES)  # fmt: skip
 
 
 @click.command("queue")
-@click.option("--user", "users", multiple=True, metavar="USER", help="Only jobs of USER (repeatable).")
-@click.option("--tenant", "tenants", multiple=True, metavar="TENANT", help="Only jobs of TENANT (repeatable).")
-@click.option("--class", "classes", multiple=True, metavar="CLASS", help="Only jobs of CLASS (repeatable).")
+@click.option("-u", "--user", "users", multiple=True, metavar="USER", shell_complete=complete_user,
+              help="Only jobs of USER (repeatable).")  # fmt: skip
+@click.option("--tenant", "tenants", multiple=True, metavar="TENANT", shell_complete=complete_tenant,
+              help="Only jobs of TENANT (repeatable).")  # fmt: skip
+@click.option("--class", "classes", multiple=True, metavar="CLASS", shell_complete=complete_class,
+              help="Only jobs of CLASS (repeatable).")  # fmt: skip
 @click.option(
+    "-t",
     "--state",
     "states",
     multiple=True,
     metavar="STATE[,STATE]",
-    help="Only jobs in these states, or 'all' (default: pending,running,suspended,completing).",
+    shell_complete=complete_state,
+    help="Only jobs in these states, or 'all' (default: pending,running,suspended,completing); "
+    "Slurm's codes work too (PD, R, S, CG, CD, F, ...).",
 )
 @click.option("--min-gpus", type=click.IntRange(min=0), default=0, help="Only jobs with at least N GPUs.")
-@click.option("--sort", type=click.Choice(sorted(SORT_KEYS)), default="effective", show_default=True, help="Sort key.")
+@click.option(
+    "--sort",
+    "sort",
+    multiple=True,
+    metavar="KEY[,KEY]",
+    shell_complete=complete_list([*sorted(SORT_KEYS), *(f"-{k}" for k in sorted(SORT_KEYS))]),
+    help=f"Sort by these keys in turn (repeatable), -KEY descending: {', '.join(sorted(SORT_KEYS))} "
+    "(class: by class rank, highest first). Default: -effective.",
+)
 @click.option("--reverse", is_flag=True, help="Reverse the sort order.")
 @click.option(
     "--limit",
@@ -124,6 +150,7 @@ def _table(app: App, view: QueueView) -> None:
     help=f"Show only the first N jobs; 0 = all (default: all for json/csv, {TABLE_LIMIT} for a table).",
 )
 @global_options
+@watchable
 @pass_app
 def queue(
     app: App,
@@ -132,13 +159,13 @@ def queue(
     classes: tuple[str, ...],
     states: tuple[str, ...],
     min_gpus: int,
-    sort: str,
+    sort: tuple[str, ...],
     reverse: bool,
     limit: int | None,
 ) -> None:
     """List jobs with wait, effective priority and preemption counts (24h/total)."""
     wanted = QueueFilter(frozenset(users), frozenset(tenants), frozenset(classes), parse_states(states), min_gpus,
-                         sort, reverse)  # fmt: skip
+                         parse_sort(sort), reverse)  # fmt: skip
     snapshot = app.snapshot(ledger=not wanted.only_queued)
     if limit is None and app.output == "table":
         limit = TABLE_LIMIT  # a terminal cannot show 200,000 rows usefully; json/csv get them all

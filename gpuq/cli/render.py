@@ -1,13 +1,12 @@
-"""Output helpers: JSON (stable documents), CSV (csv module) and Rich tables (imported lazily).
+"""Output helpers: JSON (stable documents), CSV (csv module), tables and messages.
 
-Rich is imported only when a table is drawn, so `-o json` and `-o csv` never pay for it; csv
-only when CSV is written.
+Tables and messages are drawn by `gpuq.cli.table` (no Rich: it lays out plain strings, fast, and
+never reads outside text as markup); csv is imported only when CSV is written.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -16,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
+from gpuq.cli.table import Cell, Styles, colour_enabled, render_lines, render_table, terminal_width, write_lines
+from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration, format_time
+from gpuq.views.columns import TableSpec
 
 if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
-
     from gpuq.cli.options import App
 
 __all__ = [
@@ -30,9 +29,8 @@ __all__ = [
     "emit_json_bytes",
     "fmt_duration",
     "fmt_time",
-    "make_console",
-    "make_table",
     "print_table",
+    "say",
     "warn",
     "write_bytes",
 ]
@@ -78,63 +76,29 @@ def emit_csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
 
 
 def warn(message: str) -> None:
-    click.echo(f"gpuq: warning: {message}", err=True)
+    click.echo(f"gpuq: warning: {visible(message)}", err=True)
 
 
-def make_console(app: App) -> Console:
-    from rich.console import Console
-
-    stream = sys.stdout
-    is_tty = stream.isatty()
-    # In a pipe Rich would assume 80 columns and cut ids; use a wide page instead.
-    width = None if is_tty or "COLUMNS" in os.environ else 200
-    return Console(
-        file=stream,
-        no_color=not app.color,
-        color_system="auto" if app.color else None,
-        highlight=False,
-        width=width,
-        soft_wrap=False,
-    )
-
-
-#: Columns that give way on a narrow terminal (wrapped at spaces, long words cut with "…");
-#: ids, states and numbers are never wrapped, so a row always stays readable.
-SOFT_COLUMNS = frozenset(
-    {
-        "NAME", "USER", "TENANT", "CLASS", "NODES", "NOTE", "DETAIL", "REASON", "CHANGE", "UNPLACED", "OPERATOR",
-        "LAST", "MODEL", "BY", "CLUSTER",
-    }
-)  # fmt: skip
+def print_table(
+    app: App,
+    spec: TableSpec,
+    rows: Sequence[Sequence[Cell]],
+    *,
+    title: str | None = None,
+    styles: Styles | None = None,
+) -> None:
+    """A table fitted to the terminal (`gpuq.cli.table`); `--no-headers` leaves out the title,
+    the header line and the hidden-columns line (for awk and friends)."""
+    plain = app.no_headers
+    lines = render_table(spec, rows, width=terminal_width(), wide=app.wide, title=None if plain else title,
+                         colour=colour_enabled(app.color), styles=styles, header=not plain, note=not plain)  # fmt: skip
+    write_lines(lines)
 
 
-def make_table(title: str | None, columns: Sequence[str], *, right: Iterable[str] = ()) -> Table:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    right_cols = set(right)
-    for name in columns:
-        soft = name in SOFT_COLUMNS
-        table.add_column(
-            name,
-            justify="right" if name in right_cols else "left",
-            no_wrap=not soft,
-            overflow="ellipsis" if soft else "fold",
-            min_width=min(len(name), 6) if soft else None,
-        )
-    return table
-
-
-def say_none(table: Table) -> Table:
-    """An empty table says so: one row reading "none" (no rows could be read as a failed read)."""
-    if table.row_count == 0 and table.columns:
-        table.add_row("none", *([""] * (len(table.columns) - 1)), style="dim")
-    return table
-
-
-def print_table(app: App, table: Table) -> None:
-    make_console(app).print(say_none(table))
+def say(app: App, *parts: str | tuple[str, str | None]) -> None:
+    """One message line (wrapped at spaces to the terminal): `parts` are text, outside data
+    included (shown visibly, never read as markup), or (text, style) for gpuq's own words."""
+    write_lines(render_lines(parts, width=terminal_width(), colour=colour_enabled(app.color)))
 
 
 def fmt_time(moment: datetime | float | None) -> str:

@@ -9,23 +9,29 @@ from __future__ import annotations
 
 import click
 
-from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, make_table, print_table
+from gpuq.cli.options import App, global_options, pass_app, watchable
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, print_table
 from gpuq.timefmt import format_time, parse_duration
+from gpuq.views.columns import SLA
 from gpuq.views.sla import sla_view
 
-__all__ = ["sla"]
+__all__ = ["VERDICTS", "VERDICT_STYLES", "sla"]
 
 _FIELDS = ("count", "pending", "p50_s", "p95_s", "p99_s", "max_s", "p95_incl_pending_s", "target_p95_s", "breach")
-#: how each verdict of `gpuq.views.sla.verdict` reads in a table
-VERDICTS = {"breach": "[bold red]BREACH[/]", "at_risk": "[yellow]at risk[/]", "ok": "[green]ok[/]", "": ""}
+#: how each verdict of `gpuq.views.sla.verdict` reads in a table, and its colour there
+VERDICTS = {"breach": "BREACH", "at_risk": "at risk", "ok": "ok", "": ""}
+VERDICT_STYLES = {"SLA": {"BREACH": "bold red", "at risk": "yellow", "ok": "green"}}
+
+
+#: the longest SLA window: ten years of history (a longer one would start before 1970)
+LONGEST_WINDOW_S = 3650 * 86400.0
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     if value is None:
         return None
     try:
-        return parse_duration(value)
+        return parse_duration(value, maximum=LONGEST_WINDOW_S)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -38,6 +44,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Only jobs queued or started in the last DURATION (e.g. 24h).",
 )
 @global_options
+@watchable
 @pass_app
 def sla(app: App, since: float | None) -> None:
     """Queue-wait P50/P95/P99/max per class against each class's target P95."""
@@ -49,14 +56,11 @@ def sla(app: App, since: float | None) -> None:
         emit_csv(("class", *_FIELDS), ([r.name, *(getattr(r.stats, f) for f in _FIELDS)] for r in view.rows))
         return
     window = f"since {format_time(view.report.since)}" if view.report.since is not None else "all jobs"
-    table = make_table(
-        f"{view.cluster} at {format_time(view.taken_at)}: queue waits, {window}",
-        ["CLASS", "STARTED", "PENDING", "P50", "P95", "P99", "MAX", "P95+PENDING", "TARGET", "SLA"],
-        right=("STARTED", "PENDING", "P50", "P95", "P99", "MAX", "P95+PENDING", "TARGET"),
-    )
+    rows = []
     for row in view.rows:
         s = row.stats
         durations = (s.p50_s, s.p95_s, s.p99_s, s.max_s, s.p95_incl_pending_s, s.target_p95_s)
-        table.add_row(row.name, str(s.count), str(s.pending), *(fmt_duration(d) for d in durations),
-                      VERDICTS[row.verdict])  # fmt: skip
-    print_table(app, table)
+        rows.append((row.name, str(s.count), str(s.pending), *(fmt_duration(d) for d in durations),
+                     VERDICTS[row.verdict]))  # fmt: skip
+    print_table(app, SLA, rows, title=f"{view.cluster} at {format_time(view.taken_at)}: queue waits, {window}",
+                styles=VERDICT_STYLES)  # fmt: skip

@@ -25,6 +25,13 @@ __all__ = [
     "ACTIVE_STATES",
     "DAY_S",
     "FORMAT",
+    "MAX_DURATION_S",
+    "MAX_EPOCH",
+    "MAX_GPUS_PER_NODE",
+    "MAX_ID_LENGTH",
+    "MAX_JOB_GPUS",
+    "MAX_NODES",
+    "MAX_PRIORITY",
     "QUEUED_STATES",
     "GpuIndex",
     "Job",
@@ -39,6 +46,7 @@ __all__ = [
     "Timestamp",
     "from_epoch",
     "job_id_key",
+    "time_in_range",
     "to_epoch",
 ]
 
@@ -47,13 +55,35 @@ T = TypeVar("T")
 FORMAT = "gpuq.snapshot/v1"
 DAY_S = 86400.0
 
-#: An RFC 3339 time with its UTC offset (a time without one is refused when decoded).
+# What can exist, for every number read from outside (files, backends, options): beyond these a
+# value is a malformed input, refused with its place named, never a huge loop or an overflow.
+#: the last second gpuq represents, 9999-12-31T23:59:59Z (the first is the Unix epoch)
+MAX_EPOCH = 253_402_300_799.0
+#: no duration is longer than the span of representable times
+MAX_DURATION_S = MAX_EPOCH
+#: nodes in one cluster (a Slurm host list may expand to at most this many names)
+MAX_NODES = 100_000
+#: GPUs on one node (GPU indexes run from 0 to this minus one)
+MAX_GPUS_PER_NODE = 1024
+#: GPUs one job may hold or ask for: every GPU of the largest cluster
+MAX_JOB_GPUS = MAX_NODES * MAX_GPUS_PER_NODE
+#: priorities (and priority deltas) in magnitude: the integers a float holds exactly
+MAX_PRIORITY = 2**53
+#: characters in a job id (a Kubernetes ``namespace/name`` is at most 317)
+MAX_ID_LENGTH = 512
+
+#: An RFC 3339 time with its UTC offset (a time without one is refused when decoded); it must
+#: lie within 1970..9999 in UTC (checked by the codec: a type cannot say it).
 Timestamp = Annotated[datetime, msgspec.Meta(tz=True)]
-#: A count or a length in seconds: never negative.
-NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
-NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0.0)]
+#: Counts, priorities and lengths in seconds, each within what can exist.
+Priority = Annotated[int, msgspec.Meta(ge=-MAX_PRIORITY, le=MAX_PRIORITY)]
+NodeGpus = Annotated[int, msgspec.Meta(ge=0, le=MAX_GPUS_PER_NODE)]
+JobGpus = Annotated[int, msgspec.Meta(ge=0, le=MAX_JOB_GPUS)]
+Seconds = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_DURATION_S)]
+GpuSeconds = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_JOB_GPUS * MAX_DURATION_S)]
+JobId = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_LENGTH)]
 #: A GPU's index on its node; None where the backend cannot tell which GPU (Kubernetes).
-GpuIndex = NonNegativeInt | None
+GpuIndex = Annotated[int, msgspec.Meta(ge=0, le=MAX_GPUS_PER_NODE - 1)] | None
 
 
 def from_epoch(seconds: float) -> datetime:
@@ -64,6 +94,11 @@ def from_epoch(seconds: float) -> datetime:
 def to_epoch(moment: datetime) -> float:
     """Seconds since the Unix epoch."""
     return moment.timestamp()
+
+
+def time_in_range(epoch: float) -> bool:
+    """Whether `epoch` lies within 1970-01-01T00:00:00Z .. 9999-12-31T23:59:59Z (gpuq's times)."""
+    return 0.0 <= epoch < MAX_EPOCH + 1.0
 
 
 class JobState(StrEnum):
@@ -100,18 +135,22 @@ class NodeState(StrEnum):
 #: The sort key of `job_id_key`: numbers compare as numbers, the id itself settles the rest.
 JobIdKey = tuple[tuple[int, str, int], ...]
 _DIGITS = re.compile(r"(\d+)")
+_HUGE = 10**300
 
 
 def job_id_key(job_id: str) -> JobIdKey:
     """gpuq's one order of job ids, used by every tie-break and listing: numeric parts compare as
     numbers (``999 < 1000``, ``12 < 12_1 < 12_10``), text parts as text, and the id itself
     settles what is left (``007`` before ``7``), so it is a total order."""
-    if job_id.isdigit():
+    if job_id.isdecimal() and len(job_id) < 300:  # (isdecimal: what int() takes; '²'.isdigit() holds)
         return ((0, "", int(job_id)), (-1, job_id, 0))
     parts: list[tuple[int, str, int]] = []
     for chunk in _DIGITS.split(job_id):
         if chunk:
-            parts.append((0, "", int(chunk)) if chunk.isdigit() else (1, chunk, 0))
+            if not chunk.isdecimal():
+                parts.append((1, chunk, 0))
+            else:  # (digits too many for int() sort after every number: the id settles the rest)
+                parts.append((0, "", int(chunk) if len(chunk) < 300 else _HUGE))
     parts.append((-1, job_id, 0))
     return tuple(parts)
 
@@ -120,15 +159,15 @@ class JobClass(msgspec.Struct, frozen=True, gc=False):
     """A QOS, partition or PriorityClass: default priority, preemptibility and SLA."""
 
     name: str
-    priority: int = 0
+    priority: Priority = 0
     preemptible: bool = True
-    target_p95_s: NonNegativeFloat | None = None
-    max_wait_s: NonNegativeFloat | None = None
+    target_p95_s: Seconds | None = None
+    max_wait_s: Seconds | None = None
 
 
 class Node(msgspec.Struct, frozen=True, gc=False):
     name: str
-    gpus: NonNegativeInt
+    gpus: NodeGpus
     gpu_model: str | None = None
     state: NodeState = NodeState.IDLE
 
@@ -140,20 +179,23 @@ class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"jo
     included; the optional extras after them (`reason` … `duration_s`) are written only when set,
     as the format allows. Derive changed copies with ``msgspec.structs.replace(job, …)``.
     `allocation` maps node name -> GPU indexes held there; treat it as read-only.
+    `conflict`: set by a live backend that saw this job in a placement that cannot last (a
+    completing job's GPUs already given to another, `gpuq.model.placement`); views show it and
+    previews leave the job out.
     """
 
-    id: str
+    id: JobId
     name: str
     user: str
     tenant: str
     job_class: str
-    priority: int
+    priority: Priority
     state: JobState
     submit_time: Timestamp
     eligible_time: Timestamp | None
     start_time: Timestamp | None
     end_time: Timestamp | None
-    gpus: NonNegativeInt
+    gpus: JobGpus
     allocation: dict[str, tuple[GpuIndex, ...]]
     preemption_times: tuple[Timestamp, ...]
     last_checkpoint_time: Timestamp | None
@@ -164,8 +206,9 @@ class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"jo
     partition: str | None = None
     qos: str | None = None
     comment: str | None = None
-    checkpoint_interval_s: NonNegativeFloat | None = None
-    duration_s: NonNegativeFloat | None = None
+    checkpoint_interval_s: Seconds | None = None
+    duration_s: Seconds | None = None
+    conflict: str | None = None
 
     @property
     def is_pending(self) -> bool:
@@ -206,8 +249,8 @@ class PreemptionEvent(msgspec.Struct, frozen=True, gc=False):
     time: Timestamp
     victim: str
     preemptor: str | None = None
-    gpus: NonNegativeInt = 0
-    gpu_seconds_lost: NonNegativeFloat = 0.0
+    gpus: JobGpus = 0
+    gpu_seconds_lost: GpuSeconds = 0.0
     mode: str = ""
     reason: str = ""
 
@@ -249,9 +292,12 @@ class Snapshot:
         for job in self.jobs:
             state = job.state
             if state in active:
+                # A job in a conflicting placement keeps its GPUs counted as used but is never a
+                # victim: preempting it would free GPUs another job holds too.
+                victim = state is run and job.conflict is None
                 for node, indexes in job.allocation.items():
                     used[node] = used.get(node, 0) + len(indexes)
-                    if state is run:
+                    if victim:
                         running.setdefault(node, []).append(job)
         return used, {n: tuple(js) for n, js in running.items()}
 
@@ -269,7 +315,7 @@ class Snapshot:
         return self._placement_index()[0]
 
     def running_on(self) -> dict[str, tuple[Job, ...]]:
-        """Running jobs per node they occupy (do not mutate)."""
+        """Running jobs per node they occupy, those marked `conflict` left out (do not mutate)."""
         return self._placement_index()[1]
 
     def job_class(self, name: str) -> JobClass | None:

@@ -3,10 +3,14 @@ back byte for byte; errors name the source and the JSON path (``big.json: jobs[3
 an RFC 3339 time``).
 
 msgspec checks types, ranges and RFC 3339 times (with a UTC offset) as it decodes, and refuses
-NaN, out-of-range numbers and malformed JSON; what a type cannot say (unique job ids) is checked
-after. Its own messages name the path as ``$.jobs[3].start_time``; `_explain` turns them into the
-wording gpuq documents, and an error inside a mapping (``allocation[...]``) is located again
-slowly, on the failing document only, to name the node.
+NaN, ±Infinity, out-of-range numbers (1e400, 4,300-digit integers, counts and priorities past
+`gpuq.model`'s bounds), lone surrogate escapes and malformed JSON; what a type cannot say is
+checked after, in one pass (`_sound`): unique job ids, times within 1970..9999 in UTC (an offset
+can carry a time past either end), and a placement that can be (`gpuq.model.placement`); nesting
+deeper than the decoder goes is located by hand. msgspec's messages name the path as
+``$.jobs[3].start_time``; `_locate` turns them into the wording gpuq documents, and an error
+inside a mapping (``allocation[...]``) is located again slowly, on the failing document only, to
+name the node.
 """
 
 from __future__ import annotations
@@ -15,13 +19,27 @@ import json
 import re
 import sys
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, cast
 
 import msgspec
 
 from gpuq.errors import BadInput
-from gpuq.model import FORMAT, Job, JobClass, JobState, Node, NodeState, PreemptionEvent, Snapshot, Timestamp
+from gpuq.model import (
+    ACTIVE_STATES,
+    FORMAT,
+    GpuIndex,
+    Job,
+    JobClass,
+    JobState,
+    Node,
+    NodeState,
+    PreemptionEvent,
+    Snapshot,
+    Timestamp,
+)
+from gpuq.model.placement import first_unmarked, placement_conflicts
 
 __all__ = [
     "SnapshotDocument",
@@ -83,13 +101,29 @@ def decode_snapshot(data: bytes | str, source: str = "<input>") -> Snapshot:
         raise BadInput(f"{source}: {_locate(data, str(exc))}") from None
     except msgspec.DecodeError as exc:
         raise BadInput(f"{source}: {_syntax(data, str(exc))}") from None
+    except RecursionError:
+        raise BadInput(f"{source}: {_too_deep(data)}") from None
+    snapshot = Snapshot(doc.cluster, doc.backend, doc.taken_at, doc.classes, doc.nodes, doc.jobs,
+                        doc.preemption_events)  # fmt: skip
+    if not _sound(doc):  # (one quick pass; the exact checks below name what is wrong)
+        _refuse(doc, snapshot, source)
+    return snapshot
+
+
+def _refuse(doc: SnapshotDocument, snapshot: Snapshot, source: str) -> None:
+    """BadInput for the first thing a type cannot say that is wrong: a duplicate id, a time out of
+    range, an impossible placement (unless a live backend marked it)."""
     seen: set[str] = set()
     add = seen.add
     for i, job in enumerate(doc.jobs):
         if job.id in seen:
             raise BadInput(f"{source}: jobs[{i}].id: duplicate job id {job.id!r}")
         add(job.id)
-    return Snapshot(doc.cluster, doc.backend, doc.taken_at, doc.classes, doc.nodes, doc.jobs, doc.preemption_events)
+    if (where := _time_out_of_range(doc)) is not None:
+        raise BadInput(f"{source}: {where}: outside 1970-01-01T00:00:00Z .. 9999-12-31T23:59:59Z")
+    conflicts = placement_conflicts(snapshot)
+    if conflicts and (first := first_unmarked(conflicts, snapshot)) is not None:
+        raise BadInput(f"{source}: {first.message(snapshot)}")
 
 
 def load_snapshot(stream: IO[str] | IO[bytes], source: str = "<stdin>") -> Snapshot:
@@ -107,6 +141,129 @@ def read_snapshot_file(path: str | Path) -> Snapshot:
     except OSError as exc:
         raise BadInput(f"{path}: cannot read snapshot ({exc.strerror})") from None
     return decode_snapshot(data, str(path))
+
+
+# ---------------------------------------------------------------------------- what types cannot say
+
+#: gpuq's times: from the Unix epoch to the last second of 9999, in UTC
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+_TIMES = ("submit_time", "eligible_time", "start_time", "end_time", "last_checkpoint_time", "exempt_until")
+
+
+def _sound(doc: SnapshotDocument) -> bool:
+    """True when `_refuse` would find nothing: unique ids, every time within range, and a
+    placement that can be (no allocation on a job that holds no GPUs, `gpus` matching it, every
+    node known, each GPU index below the node's count and held once). One pass over the jobs,
+    which a large file pays for on every load, so it only answers yes or no."""
+    lo, hi = _EARLIEST, _LATEST
+    if not lo <= doc.taken_at <= hi:
+        return False
+    seen: set[str] = set()
+    add = seen.add
+    active = ACTIVE_STATES
+    by_node: dict[str, list[int | None]] = {}
+    for job in doc.jobs:
+        job_id = job.id
+        if job_id in seen:
+            return False
+        add(job_id)
+        t = job.submit_time
+        if t < lo or t > hi:
+            return False
+        # (unrolled: this loop runs 200,000 times on a large file)
+        if (u := job.eligible_time) is not None and (u < lo or u > hi):
+            return False
+        if (u := job.start_time) is not None and (u < lo or u > hi):
+            return False
+        if (u := job.end_time) is not None and (u < lo or u > hi):
+            return False
+        if (u := job.last_checkpoint_time) is not None and (u < lo or u > hi):
+            return False
+        if (u := job.exempt_until) is not None and (u < lo or u > hi):
+            return False
+        for t in job.preemption_times:
+            if t < lo or t > hi:
+                return False
+        allocation = job.allocation
+        if allocation:
+            if job.state not in active:
+                return False
+            total = 0
+            for node, indexes in allocation.items():
+                total += len(indexes)
+                found = by_node.get(node)
+                if found is None:
+                    by_node[node] = list(indexes)
+                else:
+                    found.extend(indexes)
+            if total != job.gpus:
+                return False
+        elif job.gpus and job.state in active:
+            return False
+    for event in doc.preemption_events:
+        if not lo <= event.time <= hi:
+            return False
+    capacity = {n.name: n.gpus for n in doc.nodes}
+    for node, held in by_node.items():
+        cap = capacity.get(node)
+        if cap is None or None in held:  # (unknown indexes, as on Kubernetes: look closely)
+            return False
+        known = cast("list[int]", held)
+        if max(known) >= cap or len(set(known)) != len(known):
+            return False
+    return True
+
+
+def _time_out_of_range(doc: SnapshotDocument) -> str | None:
+    """The JSON path of the first time outside 1970..9999 in UTC, or None. (A UTC offset can
+    carry a time msgspec accepts past either end: ``9999-12-31T23:59:59-14:00``.) Run only when
+    `_sound` found something wrong."""
+    lo, hi = _EARLIEST, _LATEST
+    if not lo <= doc.taken_at <= hi:
+        return "taken_at"
+    for i, job in enumerate(doc.jobs):
+        submit = job.submit_time
+        if submit < lo or submit > hi:
+            return f"jobs[{i}].submit_time"
+        for t in (job.eligible_time, job.start_time, job.end_time, job.last_checkpoint_time, job.exempt_until):
+            if t is not None and (t < lo or t > hi):
+                return f"jobs[{i}].{next(n for n in _TIMES if getattr(job, n) is t)}"
+        for k, t in enumerate(job.preemption_times):
+            if t < lo or t > hi:
+                return f"jobs[{i}].preemption_times[{k}]"
+    for i, event in enumerate(doc.preemption_events):
+        if not lo <= event.time <= hi:
+            return f"preemption_events[{i}].time"
+    return None
+
+
+#: how deep a snapshot's JSON may nest before gpuq calls it malformed (v1 nests 4 levels)
+_MAX_DEPTH = 64
+
+
+def _too_deep(data: bytes | str) -> str:
+    """Where the document first nests deeper than `_MAX_DEPTH` (the decoder ran out of stack)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    depth, in_string, escaped = 0, False, False
+    for offset, byte in enumerate(raw):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return (f"not valid JSON (line {_line(raw, offset)}, column {_column(raw, offset)}: "
+                        f"nested deeper than {_MAX_DEPTH} levels)")  # fmt: skip
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return f"not valid JSON (nested deeper than {_MAX_DEPTH} levels)"
 
 
 # ---------------------------------------------------------------------------- error texts
@@ -136,8 +293,8 @@ def _problem(message: str, path: str) -> str:
         return "not an RFC 3339 time" + (" (it needs a UTC offset, e.g. Z)" if "timezone" in message else "")
     if match := re.match(r"Expected `([^`]+)`, got `([^`]+)`", message):
         return f"expected {_kind(match.group(1))}, got {_kind(match.group(2))}"
-    if match := re.match(r"Expected `[^`]+` >= (\S+)", message):
-        return f"must be >= {float(match.group(1)):g}"
+    if match := re.match(r"Expected `[^`]+` (>=|<=) (\S+)", message):
+        return f"must be {match.group(1)} {_bound(match.group(2))}"
     if match := re.match(r"Invalid enum value (.*)", message):
         value = match.group(1)
         if path == ".format":
@@ -148,6 +305,12 @@ def _problem(message: str, path: str) -> str:
     if message.startswith(("Number out of range", "Integer value out of range")):
         return "number out of range"
     return message[:1].lower() + message[1:]
+
+
+def _bound(text: str) -> str:
+    """A bound as msgspec writes it (``1024``, ``2.534023007990e+11``), written readably."""
+    value = float(text)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else f"{value:g}"
 
 
 def _locate(data: bytes | str, message: str) -> str:
@@ -170,7 +333,7 @@ def _name_keys(data: bytes | str, path: str) -> str:
     document generically and find the first entry under that mapping msgspec refuses."""
     try:
         raw: Any = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return path
     head, _, tail = path.partition("[...]")
     node: Any = raw
@@ -183,8 +346,8 @@ def _name_keys(data: bytes | str, path: str) -> str:
         return path
     for key, value in node.items():
         try:
-            msgspec.convert(value, tuple[int | None, ...])
-            if any(i is not None and (isinstance(i, bool) or i < 0) for i in value):
+            msgspec.convert(value, tuple[GpuIndex, ...])
+            if any(isinstance(i, bool) for i in value):
                 raise ValueError
         except (msgspec.ValidationError, TypeError, ValueError):
             return f"{head}.{key}{tail}"

@@ -4,6 +4,10 @@ Pure: files are read by `gpuq.config` (`load_policy_file`), which turns a `Polic
 an error naming the file, the line and the key, e.g.
 ``policy.toml:4: preemption.mode: 'kill' is not one of cancel, requeue, …``.
 Durations accept seconds or strings like ``90s``, ``10m``, ``2h``.
+
+Every number is checked against what can exist: finite (TOML has ``inf`` and ``nan``), within
+a range the error states (`_RANGES`), and whole where a count or a priority is meant
+(``urgent_priority = 0.5`` is refused, not truncated).
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from gpuq.model import JobClass
-from gpuq.timefmt import parse_duration
+from gpuq.model import MAX_PRIORITY, JobClass
+from gpuq.timefmt import format_duration, parse_duration
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -101,6 +105,22 @@ _PREEMPTION_KEYS = {
 _VICTIM_KEYS = {"lost_work_weight", "priority_weight"}
 _CLASS_KEYS = {"target_p95", "max_wait", "aging_rate", "preemptible"}
 
+#: the longest duration a policy sets (a grace period, a minimum runtime, an SLA target)
+MAX_POLICY_DURATION_S = 3650 * 86400.0
+#: (lowest, highest) of each number, by the key's last part: priorities and their rates as far as
+#: a float counts them exactly, weights so that a cost (GPU-seconds × weight) stays finite,
+#: a preemption cap and an urgent quota as large as any cluster could use
+_RANGES: dict[str, tuple[float, float]] = {
+    "delta": (0, MAX_PRIORITY),
+    "urgent_priority": (1, MAX_PRIORITY),
+    "max_preemptions_per_day": (0, 1_000_000),
+    "lost_work_weight": (0, 1e9),
+    "priority_weight": (0, 1e9),
+    "default_rate": (0, MAX_PRIORITY),
+    "aging_rate": (0, MAX_PRIORITY),
+    "urgent_quota": (0, 100_000_000),
+}
+
 
 class PolicyKeyError(Exception):
     """A bad key or value in a policy table; `key` is the dotted key, for file:line errors."""
@@ -111,14 +131,29 @@ class PolicyKeyError(Exception):
         self.problem = problem
 
 
-def _number(table: Mapping[str, Any], key: str, dotted: str, minimum: float = 0.0) -> float | None:
+def _shown(value: Any) -> str:
+    """A value for an error message (an integer of thousands of digits is not printed whole)."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "…"
+
+
+def _number(
+    table: Mapping[str, Any], key: str, dotted: str, *, whole: bool = False, kind: str | None = None
+) -> float | None:
+    """The number at `key`, finite and within its `_RANGES` entry (`kind`, else `key`), whole
+    when `whole`."""
     if key not in table:
         return None
     value = table[key]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PolicyKeyError(dotted, f"expected a number, got {value!r}")
-    if value < minimum:
-        raise PolicyKeyError(dotted, f"must be >= {minimum:g}, got {value!r}")
+    low, high = _RANGES[kind or key]
+    bounds = f"from {low:,.0f} to {high:,.0f}" if high < 1e15 else f"from {low:,.0f} to 2^53"
+    what = "a whole number" if whole else "a number"
+    if isinstance(value, bool) or not isinstance(value, int | float) or (whole and isinstance(value, float)):
+        raise PolicyKeyError(dotted, f"expected {what} {bounds}, got {_shown(value)}")
+    if not low <= value <= high:  # (NaN fails this too)
+        raise PolicyKeyError(dotted, f"must be {what} {bounds}, got {_shown(value)}")
     return float(value)
 
 
@@ -126,9 +161,12 @@ def _duration(table: Mapping[str, Any], key: str, dotted: str) -> float | None:
     if key not in table:
         return None
     try:
-        return parse_duration(table[key])
+        return parse_duration(table[key], maximum=MAX_POLICY_DURATION_S)
     except ValueError as exc:
-        raise PolicyKeyError(dotted, str(exc)) from None
+        text = str(exc)
+        if "at most" not in text:
+            text += f" (at most {format_duration(MAX_POLICY_DURATION_S)})"
+        raise PolicyKeyError(dotted, text) from None
 
 
 def _unknown(table: Mapping[str, Any], allowed: set[str], prefix: str) -> None:
@@ -140,7 +178,7 @@ def _unknown(table: Mapping[str, Any], allowed: set[str], prefix: str) -> None:
 def _table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = raw.get(key, {})
     if not isinstance(value, dict):
-        raise PolicyKeyError(key, f"expected a table [{key}], got {value!r}")
+        raise PolicyKeyError(key, f"expected a table [{key}], got {_shown(value)}")
     return value
 
 
@@ -162,21 +200,19 @@ def policy_from_mapping(raw: Mapping[str, Any]) -> Policy:
     put("delta", _number(pre, "delta", "preemption.delta"))
     if "mode" in pre:
         mode = pre["mode"]
-        if mode not in {m.value for m in Mode}:
-            raise PolicyKeyError("preemption.mode", f"{mode!r} is not one of {', '.join(m.value for m in Mode)}")
+        if not isinstance(mode, str) or mode not in {m.value for m in Mode}:
+            raise PolicyKeyError("preemption.mode", f"{_shown(mode)} is not one of {', '.join(m.value for m in Mode)}")
         kwargs["mode"] = Mode(mode)
     put("grace_period_s", _duration(pre, "grace_period", "preemption.grace_period"))
     put("min_runtime_s", _duration(pre, "min_runtime", "preemption.min_runtime"))
-    cap = _number(pre, "max_preemptions_per_day", "preemption.max_preemptions_per_day")
+    cap = _number(pre, "max_preemptions_per_day", "preemption.max_preemptions_per_day", whole=True)
     if cap is not None:
-        if not cap.is_integer():
-            raise PolicyKeyError("preemption.max_preemptions_per_day", f"expected a whole number, got {cap:g}")
         kwargs["max_preemptions_per_day"] = int(cap)
     put(
         "default_checkpoint_interval_s",
         _duration(pre, "default_checkpoint_interval", "preemption.default_checkpoint_interval"),
     )
-    urgent = _number(pre, "urgent_priority", "preemption.urgent_priority")
+    urgent = _number(pre, "urgent_priority", "preemption.urgent_priority", whole=True)
     if urgent is not None:
         kwargs["urgent_priority"] = int(urgent)
     put("lost_work_weight", _number(cost, "lost_work_weight", "victim_cost.lost_work_weight"))
@@ -187,11 +223,11 @@ def policy_from_mapping(raw: Mapping[str, Any]) -> Policy:
     for name, table in _table(raw, "classes").items():
         prefix = f"classes.{name}."
         if not isinstance(table, dict):
-            raise PolicyKeyError(f"classes.{name}", f"expected a table [classes.{name}], got {table!r}")
+            raise PolicyKeyError(f"classes.{name}", f"expected a table [classes.{name}], got {_shown(table)}")
         _unknown(table, _CLASS_KEYS, prefix)
         preemptible = table.get("preemptible")
         if preemptible is not None and not isinstance(preemptible, bool):
-            raise PolicyKeyError(prefix + "preemptible", f"expected true or false, got {preemptible!r}")
+            raise PolicyKeyError(prefix + "preemptible", f"expected true or false, got {_shown(preemptible)}")
         classes[name] = ClassPolicy(
             target_p95_s=_duration(table, "target_p95", prefix + "target_p95"),
             max_wait_s=_duration(table, "max_wait", prefix + "max_wait"),
@@ -204,8 +240,7 @@ def policy_from_mapping(raw: Mapping[str, Any]) -> Policy:
     default_quota = 0
     for tenant, value in _table(raw, "urgent_quota").items():
         dotted = f"urgent_quota.{tenant}"
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise PolicyKeyError(dotted, f"expected a whole number of GPUs >= 0, got {value!r}")
+        value = int(_number({tenant: value}, tenant, dotted, whole=True, kind="urgent_quota") or 0)
         if tenant == "default":
             default_quota = value
         else:

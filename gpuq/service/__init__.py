@@ -6,9 +6,9 @@ report, the audit log and actions prepared (`PendingAction`) then confirmed, dec
 
 from gpuq.backends.base import ACTIONS, Capabilities, NativePlan, NativeVictim
 from gpuq.policy.config import Mode
-from gpuq.service.actions import ActionOutcome, PendingAction
+from gpuq.service.actions import ActionOutcome, PendingAction, describe_preempted
 from gpuq.service.cluster import MAX_EXEMPT_S, Cluster, Preview
-from gpuq.service.opening import open_cluster, open_clusters
+from gpuq.service.opening import backend_names, open_cluster, open_clusters
 
 __all__ = [
     "ACTIONS",
@@ -21,6 +21,8 @@ __all__ = [
     "NativeVictim",
     "PendingAction",
     "Preview",
+    "backend_names",
+    "describe_preempted",
     "open_cluster",
     "open_clusters",
 ]

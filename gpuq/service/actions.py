@@ -10,13 +10,20 @@ preempt; nothing is changed. The front end shows all of that and asks. Then exac
   `gpuq audit` shows as "outcome unknown: check the cluster".
 - `decline(why)`: records that the operator did not confirm (also for Ctrl-C at the prompt).
 - `dry_run()`: records the dry run.
+
+An action with nothing to change (`noop`: lifting an exemption the job does not have) is
+confirmed without calling the backend: one outcome record, marked ``noop``.
+
+A bump's preview is what the operator was shown it would set off; the plan carries it to the
+backend (`ActionPlan.foreseen`), and when the backend reports what really happened
+(`ActionResult.preempted`) and that differs, the outcome says so, naming the jobs really preempted.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gpuq.audit import AuditError, AuditLog, make_record, new_action_id, safe_text
@@ -26,7 +33,14 @@ from gpuq.errors import GpuqError
 if TYPE_CHECKING:
     from gpuq.service.cluster import Preview
 
-__all__ = ["ActionOutcome", "PendingAction"]
+__all__ = ["ActionOutcome", "PendingAction", "describe_preempted"]
+
+
+def describe_preempted(victims: Mapping[str, Sequence[str]]) -> str:
+    """Jobs preempted, with their nodes, in words: "1324 on gpu-012, 1486 on gpu-011" or "nothing"."""
+    if not victims:
+        return "nothing"
+    return ", ".join(f"{job} on {', '.join(nodes)}" if nodes else job for job, nodes in victims.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +71,8 @@ class PendingAction:
     lock: threading.Lock
     id: str = field(default_factory=new_action_id)
     done: bool = False
+    #: nothing to change (see the module docstring): confirming calls no backend
+    noop: bool = False
 
     # -- what the front end shows
 
@@ -100,8 +116,18 @@ class PendingAction:
     def confirm(self) -> ActionOutcome:
         """Apply exactly the prepared plan, between an intent and an outcome record."""
         self._finish()
+        if self.noop:
+            plan = self.plan
+            record = self._record("ok", before=plan.before, after=plan.after, noop=True)
+            self.audit.append(record)
+            result = ActionResult(plan.action, plan.target, plan.before, plan.after, (), (), plan.warnings,
+                                  plan.message)  # fmt: skip
+            return ActionOutcome(result, record)
         with self.lock, self.audit.open() as writer:  # opened first: an unwritable log stops it here
-            writer.write(self._record("pending", phase="intent", before=self.plan.before, after=self.plan.after))
+            try:
+                writer.write(self._record("pending", phase="intent", before=self.plan.before, after=self.plan.after))
+            except AuditError as exc:
+                raise AuditError(f"{exc}; nothing was done") from None
             try:
                 result = self.apply(self.plan)
             except GpuqError as exc:
@@ -110,9 +136,10 @@ class PendingAction:
             except Exception as exc:
                 self._write_failure(writer, exc, 1)
                 raise
+            result = self._as_foreseen(result)
             record = self._record(
                 "ok", before=result.before, after=result.after, commands=result.commands, requests=result.requests,
-                warnings=result.warnings,
+                warnings=result.warnings, preempted=result.preempted,
             )  # fmt: skip
             try:
                 writer.write(record)
@@ -122,6 +149,19 @@ class PendingAction:
                     f"({exc}); `gpuq audit` shows it as outcome unknown"
                 ) from None
         return ActionOutcome(result, record, preview=self.preview)
+
+    def _as_foreseen(self, result: ActionResult) -> ActionResult:
+        """`result`, with a warning and a note in its message when it preempted other jobs than
+        the preview the operator was shown."""
+        foreseen = self.plan.foreseen
+        actual = result.preempted
+        if foreseen is None or actual is None or set(actual) == set(foreseen.victims):
+            return result
+        shown, happened = describe_preempted(foreseen.victims), describe_preempted(actual)
+        warning = (f"not as previewed: the preview showed it would preempt {shown}; the scheduler "
+                   f"preempted {happened}")  # fmt: skip
+        return replace(result, warnings=(*result.warnings, warning),
+                       message=f"{result.message}; it preempted {happened} (not as previewed)")  # fmt: skip
 
     # -- records
 

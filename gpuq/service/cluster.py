@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpuq.audit import AuditLog, make_record, safe_text
-from gpuq.backends.base import Backend, Capabilities, NativePlan, PriorityChange
+from gpuq.audit import AuditError, AuditLog, make_record, safe_text
+from gpuq.backends.base import ActionPlan, Backend, Capabilities, Foreseen, NativePlan, PriorityChange
 from gpuq.config import PolicySource
 from gpuq.errors import BadInput, GpuqError, NotFound, Refused
 from gpuq.model import Job, JobClass, JobState, PreviewRequest, Snapshot
@@ -142,6 +142,7 @@ class Cluster:
     def job_request(self, job_id: str, snapshot: Snapshot, *, priority: int | None = None,
                     urgent: bool = False) -> PreviewRequest:  # fmt: skip
         """A job's own request, optionally at another priority or as urgent."""
+        self._check_what_if_priority(priority, urgent)
         request = request_for_job(self.job(job_id, snapshot))
         changes: dict[str, Any] = {}
         if priority is not None:
@@ -155,13 +156,31 @@ class Cluster:
         tenant: str | None = None, urgent: bool = False, hints: Mapping[str, str] | None = None,
     ) -> PreviewRequest:  # fmt: skip
         """A what-if request. Without a class, a hint that names one of the cluster's classes
-        stands for it (on Slurm the QOS, or the partition under partition_prio)."""
+        stands for it (on Slurm the QOS, or the partition under partition_prio). BadInput for a
+        class neither the cluster nor the policy knows, or a priority out of range."""
+        self._check_what_if_priority(priority, urgent)
         hints = dict(hints or {})
+        names = {c.name for c in snapshot.classes}
         if job_class is None:
-            names = {c.name for c in snapshot.classes}
             job_class = next((v for v in hints.values() if v in names), None)
+        elif job_class not in names and job_class not in self.policy.classes:
+            known = ", ".join(sorted(names | set(self.policy.classes))) or "none"
+            raise BadInput(f"--class {job_class}: no such class on cluster {snapshot.cluster} (classes: {known})")
         return PreviewRequest(gpus=gpus, priority=priority, job_class=job_class, tenant=tenant, urgent=urgent,
                               hints=hints)  # fmt: skip
+
+    def _check_what_if_priority(self, priority: int | None, urgent: bool) -> None:
+        """A preview's priority: one the operator could set (`priority_range`), and not beside
+        --urgent, which previews at the policy's urgent priority instead."""
+        if priority is None:
+            return
+        if urgent:
+            raise BadInput(f"give --priority or --urgent, not both (--urgent previews at the policy's urgent "
+                           f"priority, {self.policy.urgent_priority})")  # fmt: skip
+        lo, hi = self.priority_range()
+        if not lo <= priority <= hi:
+            raise BadInput(f"--priority {priority}: priority must be an integer from {lo} to {hi} "
+                           "(use --urgent for the top)")  # fmt: skip
 
     def preview(self, request: PreviewRequest, snapshot: Snapshot | None = None, *, native: bool = True) -> Preview:
         """Dry-run victim choice for a what-if request or a job's own (`job_request`); with
@@ -207,6 +226,11 @@ class Cluster:
             preview = None
             if job.is_pending:
                 preview = self.preview(self.job_request(job.id, snapshot, priority=new, urgent=urgent), snapshot)
+                # What the operator is shown goes with the plan: the backend carries it out, or
+                # says what happened instead (`PendingAction`).
+                shown = preview.plan
+                victims = {v.job_id: v.nodes for v in shown.victims} if shown.would_preempt else {}
+                plan = dataclasses.replace(plan, foreseen=Foreseen(victims, shown.nodes))
             return self._pending("bump", job.id, args, reason, plan, preview)
 
     def prepare_exempt(
@@ -236,6 +260,12 @@ class Cluster:
                     raise BadInput(f"--until {format_time(until)}: an exemption lasts at most "
                                    f"{format_duration(MAX_EXEMPT_S)}")  # fmt: skip
                 end = until
+            if off and job.exempt_until is None:
+                # Nothing to lift: say so, and audit it as a no-op (no backend call).
+                nothing = {"exempt_until": None}
+                said = f"job {job.id} is not exempt: there was no exemption to lift; nothing changed"
+                noop = ActionPlan("exempt", job.id, nothing, nothing, message=said)
+                return self._pending("exempt", job.id, args, reason, noop, None, noop=True)
             plan = self.backend.prepare_exempt(job.id, end, reason=reason)
             return self._pending("exempt", job.id, args, reason, plan, None)
 
@@ -256,6 +286,15 @@ class Cluster:
             plan = self.backend.prepare_preempt(job.id, chosen, reason=reason)
             return self._pending("preempt", job.id, args, reason, plan, None)
 
+    def prepare_resume(self, job_id: str, *, reason: str = "") -> PendingAction:
+        """Resume a suspended job: one that `preempt --mode suspend` paused, holding its GPUs."""
+        with self._refusals("resume", job_id, {}, reason):
+            _, job = self._target("resume", job_id)
+            if job.state is not JobState.SUSPENDED:
+                raise Refused(f"job {job.id} is {job.state.value}, not suspended: nothing to resume")
+            plan = self.backend.prepare_resume(job.id, reason=reason)
+            return self._pending("resume", job.id, {}, reason, plan, None)
+
     def _target(self, action: str, job_id: str) -> tuple[Snapshot, Job]:
         """The cluster now and the job an action is for, refusing what the action cannot touch."""
         caps = self.capabilities
@@ -264,18 +303,19 @@ class Cluster:
                           else f"backend {self.backend_name} cannot {action} jobs")  # fmt: skip
         snapshot = self.refresh()
         job = self.job(job_id, snapshot)
-        if job.state not in _ACTIONABLE and action != "preempt":  # (preempt: running jobs only, below)
+        if job.state not in _ACTIONABLE and action in ("bump", "exempt"):  # (preempt, resume: checked by each)
             raise Refused(
                 f"job {job.id} is {job.state.value}; only pending, running or suspended jobs can be {action}ed"
             )
         return snapshot, job
 
     def _pending(
-        self, action: str, target: str, args: Mapping[str, Any], reason: str, plan: Any, preview: Preview | None
-    ) -> PendingAction:
+        self, action: str, target: str, args: Mapping[str, Any], reason: str, plan: ActionPlan,
+        preview: Preview | None, *, noop: bool = False,
+    ) -> PendingAction:  # fmt: skip
         return PendingAction(action=action, target=target, cluster=self.name, backend=self.backend_name, args=args,
                              reason=safe_text(reason), plan=plan, preview=preview, audit=self.audit,
-                             apply=self.backend.apply, lock=self._action_lock)  # fmt: skip
+                             apply=self.backend.apply, lock=self._action_lock, noop=noop)  # fmt: skip
 
     def _refusals(self, action: str, target: str, args: Mapping[str, Any], reason: str) -> _Refusals:
         return _Refusals(self, action, target, args, reason)
@@ -300,4 +340,7 @@ class _Refusals:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         if isinstance(exc, GpuqError):
-            self.cluster.record_failure(self.action, self.target, self.args, self.reason, exc)
+            try:
+                self.cluster.record_failure(self.action, self.target, self.args, self.reason, exc)
+            except AuditError as audit_exc:  # (disk full): the operator still learns why it failed
+                raise AuditError(f"{exc} (and {audit_exc})") from exc

@@ -6,12 +6,17 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuq.audit import AuditLog
-from gpuq.backends.registry import BackendOption, backend_class, backend_entry, create_backend
+from gpuq.backends.registry import BackendOption, available_backends, backend_class, backend_entry, create_backend
 from gpuq.config import Config, PolicySource, load_config, load_policy_file
 from gpuq.errors import BadInput
 from gpuq.service.cluster import Cluster
 
-__all__ = ["open_cluster", "open_clusters"]
+__all__ = ["backend_names", "open_cluster", "open_clusters"]
+
+
+def backend_names() -> list[str]:
+    """The backends `--backend` can name here (built-ins first), for shell completion."""
+    return list(available_backends())
 
 
 def open_cluster(

@@ -3,6 +3,9 @@
 No I/O, no clock: the demo backend (`gpuq.backends.demo`) persists its state and maps wall time
 to simulated time.
 
+Feed and run a `Simulator`; look at it with `Simulator.snapshot` (`convert` has the other model
+views), act on it with `actions`, save and restore it with `state`.
+
 The event loop's modules may be compiled (setup.py, mypyc); `_native.select` (which reads only
 the package's own files) makes sure a compiled build is used only while it matches the sources.
 `NATIVE` says which one runs.

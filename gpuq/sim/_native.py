@@ -21,7 +21,9 @@ from pathlib import Path
 __all__ = ["NATIVE_MODULES", "compiled_is_current", "select"]
 
 #: compiled by setup.py, in import order (each imports only those before it)
-NATIVE_MODULES = ("workload", "jobs", "cluster", "queue", "fastrules", "convert", "victims", "simulator")
+NATIVE_MODULES = (
+    "workload", "jobs", "events", "cluster", "queue", "fastrules", "convert", "victims", "simulator",
+)  # fmt: skip
 RECORD = "_native.json"
 PURE_ENV = "GPUQ_PURE_PYTHON"
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from gpuq.sim.simulator import Simulator
 
 __all__ = [
+    "HELD_REASON",
     "NEW_REASON",
     "Why",
     "for_job",
@@ -29,6 +30,8 @@ __all__ = [
     "snapshot",
 ]
 
+#: The reason of a job an operator suspended (`Simulator.held`).
+HELD_REASON = "Suspended by an operator: holds its GPUs until it is resumed"
 #: The reason of a job the scheduler has not considered yet (`Simulator.sched_interval`).
 NEW_REASON = "None (submitted: the scheduler considers it at its next pass)"
 
@@ -50,11 +53,11 @@ def reason(preemptor: str | None, why: Why) -> str:
 
 def model_job(job: SimJob, now: float, reason: str | None = None, exempt: float | None = None) -> Job:
     """One job as the model shows it at `now` (`exempt`: an exemption end to show instead)."""
-    # A suspended job here has lent its GPUs out and holds none, so the model (where
-    # "suspended" means holding GPUs) sees it as pending; the reason says it is suspended.
-    state = PENDING if job.state == SUSPENDED else job.state
-    running = state == RUNNING
-    start = job.run_start if running or state in (COMPLETED, CANCELLED) else None
+    # A job the scheduler suspended has lent its GPUs out and holds none, so the model (where
+    # "suspended" means holding GPUs) sees it as pending; the reason says it is suspended. One
+    # an operator suspended holds its GPUs (`Simulator.held`): suspended, as in the model.
+    state = PENDING if job.state == SUSPENDED and not job.alloc else job.state
+    start = job.run_start if state in (RUNNING, SUSPENDED, COMPLETED, CANCELLED) else None
     checkpoint = job.last_checkpoint(now)
     exempt_until = job.exempt_until if exempt is None else exempt
     return Job(
@@ -118,6 +121,9 @@ def planner_snapshot(sim: Simulator, head: SimJob, now: float, nodes: Iterable[i
     else:
         running = [j for j in sim.running.values() if not names.isdisjoint(j.alloc)]
     jobs = [running_model(sim, j, now) for j in running]
+    if sim.held:  # (an operator's suspended jobs hold GPUs too, though no one may preempt them)
+        held = [sim.jobs[i] for i in sim.held]
+        jobs.extend(model_job(j, now) for j in held if len(chosen) == len(all_nodes) or not names.isdisjoint(j.alloc))
     jobs.append(model_job(head, now))
     return Snapshot(sim.name, "demo", from_epoch(now), sim.classes, tuple(chosen), tuple(jobs))
 
@@ -138,6 +144,7 @@ def snapshot(sim: Simulator) -> Snapshot:
         if job.drain_until is not None:
             reason = f"Preempting: saving until the grace period ends at {format_time(job.drain_until)}"
         jobs.append(model_job(job, now, reason))
+    jobs.extend(model_job(sim.jobs[job_id], now, HELD_REASON) for job_id in sim.held)
     for position, job in enumerate(sim.queue.ordered(now)):
         if job.claim:
             reason = "Preempting: waiting for preempted jobs to save and stop"

@@ -36,7 +36,7 @@ __all__ = [
 FUTURE: Final = "future"  # not submitted yet: invisible in snapshots
 PENDING: Final = "pending"
 RUNNING: Final = "running"
-SUSPENDED: Final = "suspended"  # preempted by suspend: waits in the queue with all progress kept
+SUSPENDED: Final = "suspended"  # all progress kept: waits in the queue, or (`Simulator.held`) on its GPUs
 COMPLETED: Final = "completed"
 CANCELLED: Final = "cancelled"
 
@@ -148,11 +148,11 @@ class SimJob:
         self.drain_until: float | None = None  # graceful preemption: signalled, saving until then
         self.claim: list[str] = []  # victims draining for this job
         self.claimed_by: str | None = None
-        # Victim numbers of the current run, fixed at its start (`Simulator._arm`); not saved.
+        # Victim numbers of the current run, fixed at its start (`Simulator.arm`); not saved.
         self.rep = 0.0  # effective priority while running
         self.prot = 0.0  # when its protections (exemption, min runtime, 24 h cap) end; 0 = none
         self.place: tuple[tuple[int, int], ...] = ()  # (node index, GPUs there) of the current run
-        self.listed = False  # counted as a possible victim at `rep` (`Simulator._list`)
+        self.listed = False  # counted as a possible victim at `rep` (`victims.VictimIndex.add`)
 
     def last_checkpoint(self, now: float) -> float | None:
         """The last checkpoint the job reported by `now` (None for jobs that report none)."""

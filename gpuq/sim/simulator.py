@@ -13,8 +13,9 @@ and a "no" is remembered until the running set or the head changes, or until the
 protection (min runtime, exemption, 24 h cap) expires or aging closes the gap — those moments
 are exact events too.
 
-Around it: `convert` turns the state into model objects, `actions` holds the operator actions,
-`state` saves and restores it.
+Around it, on the attributes and methods without a leading underscore: `convert` turns the
+state into model objects, `actions` holds the operator actions (an operator's suspension
+included), `state` saves and restores it; `events` defines the event kinds they all share.
 """
 
 from __future__ import annotations
@@ -22,14 +23,15 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from gpuq.model import Job, JobClass, Node, PreemptionEvent, Snapshot
+from gpuq.model import Job, JobClass, Node, Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.sim import actions, convert
 from gpuq.sim.cluster import Gpus
 from gpuq.sim.convert import Why
+from gpuq.sim.events import AGE, ARRIVE, DRAIN, FINISH, GENERATE, PASS, RECHECK, Event
 from gpuq.sim.fastrules import FastRules
 from gpuq.sim.gcpause import gc_paused
 from gpuq.sim.jobs import (
@@ -49,24 +51,10 @@ from gpuq.sim.queue import PendingQueue
 from gpuq.sim.victims import Choice, VictimIndex, check_against_engine, decide
 from gpuq.sim.workload import DEFAULT_CLASSES, ClusterSpec, JobSpec, WorkloadStream
 
-__all__ = ["KIND_NAMES", "STATE_VERSION", "Event", "LogEntry", "Simulator"]
+__all__ = ["STATE_VERSION", "LogEntry", "Simulator"]
 
 STATE_VERSION: Final = 2
 
-# Event kinds (small ints: compared only for equality in the loop; Final, so the compiled loop
-# uses the numbers themselves instead of looking the names up).
-_ARRIVE: Final = 0
-_FINISH: Final = 1
-_AGE: Final = 2
-_DRAIN: Final = 3
-_RECHECK: Final = 4
-_GENERATE: Final = 5
-_PASS: Final = 6
-#: The event kinds by name, in the order of their numbers (saved state names them).
-KIND_NAMES: Final = ("arrive", "finish", "age", "drain", "recheck", "generate", "pass")
-
-#: (time, sequence number, kind, job, version): a job's events are stale once its version moved.
-Event = tuple[float, int, int, "SimJob | None", int]
 #: One preemption as logged: time, victim, preemptor, GPUs, GPU-seconds lost, mode, and the
 #: reason — a sentence, or the chosen cost of a policy preemption (`convert.reason` phrases it).
 LogEntry = tuple[float, str, "str | None", int, float, Mode, Why]
@@ -82,8 +70,9 @@ class Simulator:
     pending, for the first pass after its arrival. Finishes, rechecks and aging are acted on at
     once among the jobs it knows. 0: every job is considered the moment it arrives.
 
-    The attributes without a leading underscore are read (and the state ones restored) by the
-    package's other modules; outside it, use the methods.
+    The attributes and methods without a leading underscore are what the package's other
+    modules read, restore and build on; from outside, feed and run it here, and look, act, save
+    and restore through `snapshot`/`convert`, `actions` and `state`.
     """
 
     def __init__(
@@ -121,6 +110,9 @@ class Simulator:
         self.unseen: dict[str, SimJob] = {}  # arrived, waiting for the next pass (sched_interval)
         self.pass_at = _INF  # the next pass over new submissions, when one is due
         self.victims = VictimIndex()
+        #: jobs an operator suspended: paused, out of the queue, holding their GPUs until resumed
+        #: (id -> since when); the scheduler's own suspensions lend the GPUs out instead
+        self.held: dict[str, float] = {}
         self.history: deque[SimJob] = deque(maxlen=history_limit)
         self.preemption_log: deque[LogEntry] = deque(maxlen=event_limit)
         self.rver = 0  # bumped whenever the running set or a victim's protection changes
@@ -143,7 +135,7 @@ class Simulator:
         self.rules = FastRules(policy, self.classes)
         self.queue = PendingQueue(self.rules.queued_priority)
         if stream is not None:
-            self._push(start, _GENERATE, None, 0)
+            self.push(start, GENERATE, None, 0)
 
     # ---- policy and priorities -------------------------------------------------------------
 
@@ -155,13 +147,13 @@ class Simulator:
         self.rules.set_policy(policy)
         # Priorities, aging and preemptibility may all have changed: re-sort everything.
         for job in list(self.queue.jobs.values()):
-            self._enqueue(job)
+            self.enqueue(job)
         for job in self.running.values():
-            self._arm(job)  # (uncounts it at its old priority, counts it at its new one)
+            self.arm(job)  # (uncounts it at its old priority, counts it at its new one)
         self.rver += 1
         self.reconsider()
 
-    def _arm(self, job: SimJob, renew: bool = True) -> None:
+    def arm(self, job: SimJob, renew: bool = True) -> None:
         """Fix a running job's victim numbers for this run, and list it as a possible victim.
 
         Both are constant while it runs: its effective priority and the moment its protections
@@ -182,12 +174,13 @@ class Simulator:
 
     def effective_priority(self, job_id: str) -> float:
         """A visible job's effective priority now, as the rule kernel counts it."""
-        job = self.visible_job(job_id)
-        return self.rules.priority_of(job, self.now, job.state in (PENDING, SUSPENDED))
+        job = actions.visible(self, job_id)
+        return self.rules.priority_of(job, self.now, job.state in (PENDING, SUSPENDED) and job.id not in self.held)
 
     # ---- events ----------------------------------------------------------------------------
 
-    def _push(self, when: float, kind: int, job: SimJob | None, ver: int) -> None:
+    def push(self, when: float, kind: int, job: SimJob | None, ver: int) -> None:
+        """Schedule an event of `kind` (`gpuq.sim.events`) at `when`, on the microsecond grid."""
         self.seq += 1
         heapq.heappush(self.events, (on_grid(when), self.seq, kind, job, ver))
 
@@ -209,7 +202,7 @@ class Simulator:
                     job.submit = job.qs = self.now
                 jobs[job.id] = job
                 self.seq += 1
-                arrivals.append((job.submit, self.seq, _ARRIVE, job, 0))
+                arrivals.append((job.submit, self.seq, ARRIVE, job, 0))
             # One heapify for the lot (linear) instead of a push each.
             self.events.extend(arrivals)
             heapq.heapify(self.events)
@@ -246,15 +239,15 @@ class Simulator:
                 self._schedule()  # may start jobs, so add finish events
                 continue
             t, _, kind, job, ver = events[0]
-            if kind in (_FINISH, _DRAIN):
+            if kind in (FINISH, DRAIN):
                 if job.epoch != ver or job.state != RUNNING:  # type: ignore[union-attr]
                     pop(events)
                     continue
-            elif kind == _AGE:
+            elif kind == AGE:
                 if job.qver != ver:  # type: ignore[union-attr]
                     pop(events)
                     continue
-            elif kind == _RECHECK and ver != self.recheck_ver:
+            elif kind == RECHECK and ver != self.recheck_ver:
                 pop(events)
                 continue
             if t != self.now or t > until:
@@ -269,19 +262,19 @@ class Simulator:
             pop(events)
             processed += 1
             dirty = True
-            if kind == _FINISH:
+            if kind == FINISH:
                 self._finish(job)  # type: ignore[arg-type]
-            elif kind == _ARRIVE:
+            elif kind == ARRIVE:
                 self._arrive(job)  # type: ignore[arg-type]
-            elif kind == _AGE:
-                self._enqueue(job)  # type: ignore[arg-type]
+            elif kind == AGE:
+                self.enqueue(job)  # type: ignore[arg-type]
                 self.blocked = None  # the order among waiting jobs starts to move
-            elif kind == _DRAIN:
+            elif kind == DRAIN:
                 self._drained(job)  # type: ignore[arg-type]
-            elif kind == _RECHECK:
+            elif kind == RECHECK:
                 self.recheck_at = _INF
                 self.blocked = None
-            elif kind == _PASS:
+            elif kind == PASS:
                 self._pass()
             else:
                 self._generate()
@@ -299,7 +292,7 @@ class Simulator:
             return
         job.state = PENDING
         if self.sched_interval <= 0:
-            self._enqueue(job)
+            self.enqueue(job)
             return
         self.unseen[job.id] = job
         if self.pass_at == _INF:
@@ -310,13 +303,13 @@ class Simulator:
                 passes += 1
                 when = self.t0 + passes * interval
             self.pass_at = on_grid(when)
-            self._push(self.pass_at, _PASS, None, 0)
+            self.push(self.pass_at, PASS, None, 0)
 
     def _pass(self) -> None:
         """A scheduling pass: the jobs submitted since the last one join the queue."""
         self.pass_at = _INF
         for job in self.unseen.values():
-            self._enqueue(job)
+            self.enqueue(job)
         self.unseen.clear()
 
     def _generate(self) -> None:
@@ -325,10 +318,10 @@ class Simulator:
         for spec in batch:
             job = SimJob(spec)
             self.jobs[job.id] = job
-            self._push(when, _ARRIVE, job, 0)
-        self._push(when, _GENERATE, None, 0)
+            self.push(when, ARRIVE, job, 0)
+        self.push(when, GENERATE, None, 0)
 
-    def _enqueue(self, job: SimJob, renew: bool = True) -> None:
+    def enqueue(self, job: SimJob, renew: bool = True) -> None:
         """Put a waiting job in the right queue group; schedule the moment it starts to age.
         `renew=False` keeps its queue version and schedules nothing (restoring saved state)."""
         info = self.rules.class_info(job.cls)
@@ -347,14 +340,14 @@ class Simulator:
         else:
             job.aging = False
             self.queue.push(job, float(job.priority), 0.0, 0.0)
-            self._push(ages_at, _AGE, job, job.qver)
+            self.push(ages_at, AGE, job, job.qver)
 
     def _recheck(self, when: float) -> None:
         when = max(when, strictly_after(self.now))  # never at this instant again: no livelock
         if when < self.recheck_at:
             self.recheck_at = when
             self.recheck_ver += 1
-            self._push(when, _RECHECK, None, self.recheck_ver)
+            self.push(when, RECHECK, None, self.recheck_ver)
 
     # ---- starting and stopping -------------------------------------------------------------
 
@@ -410,23 +403,26 @@ class Simulator:
                 if victim is not None:
                     victim.claimed_by = None
             job.claim = []
-        self._push(now + (job.duration - job.done), _FINISH, job, job.epoch)
+        self.push(now + (job.duration - job.done), FINISH, job, job.epoch)
         self.running[job.id] = job
         if job.ckpt is not None:
             self.ckpt_running += 1
-        self._arm(job)
+        self.arm(job)
         self.rver += 1
         if self.trace is not None:
             self.trace.append((now, "start", job.id, None))
 
     def _release(self, job: SimJob) -> None:
         """Free a job's GPUs and close its run."""
-        now = self.now
         self.gpus.release(job.alloc)
-        used = job.gpus * (now - job.run_start)  # type: ignore[operator]
+        job.alloc = {}
+        self.close_run(job)
+
+    def close_run(self, job: SimJob) -> None:
+        """Close a job's run; its GPUs stay as they are (`_release` frees them)."""
+        used = job.gpus * (self.now - job.run_start)  # type: ignore[operator]
         job.gpu_s += used
         self.closed_gpu_s += used
-        job.alloc = {}
         self.victims.remove(job)
         job.drain_until = None
         job.epoch += 1
@@ -460,7 +456,7 @@ class Simulator:
     def _requeue(self, job: SimJob, state: str = PENDING) -> None:
         job.state = state
         job.qs = self.now  # waiting again from now (Slurm resets eligibility on requeue too)
-        self._enqueue(job)
+        self.enqueue(job)
 
     def _drained(self, job: SimJob) -> None:
         """End of a graceful preemption's grace period: the job saved everything, then stops."""
@@ -488,7 +484,7 @@ class Simulator:
             job.hver += 1
             self.victims.remove(job)
             self.rver += 1
-            self._push(effect.grace_until, _DRAIN, job, job.epoch)
+            self.push(effect.grace_until, DRAIN, job, job.epoch)
             if by is not None:
                 job.claimed_by = by.id
                 by.claim.append(job.id)
@@ -524,7 +520,7 @@ class Simulator:
         choice, unlock = decide(self, head, now)
         if choice is None and self.check_fast_path:
             check_against_engine(self, head, now, None)  # "nothing to preempt" must agree too
-        if choice is not None and self._execute(head, choice):
+        if choice is not None and self.start_with(head, choice):
             return True
         self.blocked = (head.id, head.qver, self.rver)
         if head.claim:
@@ -534,7 +530,9 @@ class Simulator:
             self._recheck(unlock)
         return False
 
-    def _execute(self, head: SimJob, choice: Choice) -> bool:
+    def start_with(self, head: SimJob, choice: Choice) -> bool:
+        """Preempt `choice`'s victims for `head` and start it on `choice`'s nodes: the scheduler's
+        own choice, or an operator's plan `actions` checked; True when the head started."""
         victims, nodes = choice
         mode = self.rules.mode
         for victim, why in victims:
@@ -548,46 +546,25 @@ class Simulator:
     def _rate_now(self, job: SimJob) -> float:
         return self.rules.cinfo[job.cls].rate if job.aging and not job.urgent else 0.0
 
-    # ---- model objects (`convert`) and operator actions (`actions`) ------------------------
+    # ---- the model (`convert`), and what operator actions (`actions`) call -----------------
 
     def snapshot(self) -> Snapshot:
         """The cluster now: queue in scheduling order, running jobs, recent finished jobs."""
         return convert.snapshot(self)
 
-    def visible_job(self, job_id: str) -> SimJob:
-        """A submitted job, still live or in the recent history (NotFound for unknown ids)."""
-        return actions.visible(self, job_id)
-
-    def snapshot_job(self, job_id: str) -> Job:
-        """One visible job as the snapshot shows it (NotFound for unknown ids)."""
-        return convert.model_job(actions.visible(self, job_id), self.now)
-
-    def bump(
-        self, job_id: str, *, priority: int | None = None, urgent: bool = False, dry_run: bool = False
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """`actions.bump`: a new base priority (clearing manual urgency) and/or urgency."""
-        return actions.bump(self, job_id, priority=priority, urgent=urgent, dry_run=dry_run)
-
-    def exempt(
-        self, job_id: str, *, until: float | None, dry_run: bool = False
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """`actions.exempt`: protect a job from preemption until `until` (None lifts it)."""
-        return actions.exempt(self, job_id, until=until, dry_run=dry_run)
-
-    def preempt(self, job_id: str, *, mode: Mode, dry_run: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
-        """`actions.preempt`: preempt a running job now, as an operator."""
-        return actions.preempt(self, job_id, mode=mode, dry_run=dry_run)
-
-    def changed(self, job: SimJob) -> None:
+    def changed(self, job: SimJob, reconsider: bool = True) -> None:
         """A bump or exemption took effect: re-sort, and let blocked decisions be made again (a
         job the scheduler has not seen yet is taken into the queue now: an operator's change
-        makes it look)."""
-        if self.unseen.pop(job.id, None) is not None or job.state in (PENDING, SUSPENDED):
-            self._enqueue(job)
+        makes it look). `reconsider=False`: the caller runs the scheduling pass itself."""
+        if self.unseen.pop(job.id, None) is not None or (
+            job.state in (PENDING, SUSPENDED) and job.id not in self.held
+        ):
+            self.enqueue(job)
         elif job.state == RUNNING:
-            self._arm(job)
+            self.arm(job)
             self.rver += 1
-        self.reconsider()
+        if reconsider:
+            self.reconsider()
 
     def reconsider(self) -> None:
         """Forget the remembered "no" and run a scheduling pass now."""
@@ -602,16 +579,13 @@ class Simulator:
         busy = self.closed_gpu_s
         for job in self.running.values():
             busy += job.gpus * (now - job.run_start)  # type: ignore[operator]
+        for job_id, since in self.held.items():
+            busy += self.jobs[job_id].gpus * (now - since)
         return busy
 
     @property
     def capacity(self) -> int:
         return self.gpus.capacity
-
-    @property
-    def preemption_events(self) -> tuple[PreemptionEvent, ...]:
-        """The most recent preemptions (up to `event_limit`), oldest first."""
-        return convert.preemption_events(self)
 
     def live_jobs(self) -> list[SimJob]:
         """Submitted jobs that have not ended (pending, suspended, running)."""
@@ -619,51 +593,3 @@ class Simulator:
 
     def queued_count(self) -> int:
         return len(self.queue) + len(self.unseen)
-
-    # ---- persistence (`state`) -------------------------------------------------------------
-
-    def to_dict(self) -> dict[str, Any]:
-        """Everything needed to continue exactly where this run stands, as JSON-able data."""
-        from gpuq.sim.state import dump  # (state.py builds on this module)
-
-        return dump(self)
-
-    @classmethod
-    def from_dict(
-        cls, raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Planner | None = None
-    ) -> Simulator:
-        """Rebuild a simulator saved by `to_dict` (raises KeyError/ValueError/TypeError on bad data)."""
-        from gpuq.sim.state import load
-
-        return load(raw, policy=policy, planner=planner)
-
-    def event_live(self, event: Event) -> bool:
-        """Whether a pending event still stands (saved state leaves stale ones out)."""
-        _, _, kind, job, ver = event
-        if kind in (_FINISH, _DRAIN):
-            return job is not None and job.state == RUNNING and job.epoch == ver
-        if kind == _AGE:
-            return job is not None and job.qver == ver and job.id in self.queue.jobs
-        if kind == _RECHECK:
-            return ver == self.recheck_ver
-        return True
-
-    def restore_jobs(self, jobs: Iterable[SimJob], unseen: Iterable[str] = ()) -> None:
-        """Take saved jobs back (live ones; `unseen`: ids of those waiting for the next pass):
-        running ones onto their GPUs, in start order, and the others into the queue."""
-        for job in jobs:
-            self.jobs[job.id] = job
-        for job_id in unseen:
-            self.unseen[job_id] = self.jobs[job_id]
-        for job in sorted(self.jobs.values(), key=lambda j: (j.run_start or 0.0, j.epoch, j.idkey)):
-            if job.state == RUNNING:
-                self.gpus.claim(job.alloc)
-                job.place = tuple((self.gpus.index[node], len(idx)) for node, idx in job.alloc.items())
-                self.running[job.id] = job
-                self.ckpt_running += job.ckpt is not None
-                self._arm(job, renew=False)
-        # Queue order is rebuilt from the jobs themselves: the same total order as before.
-        self.queue = PendingQueue(self.rules.queued_priority)
-        for job in self.jobs.values():
-            if job.state in (PENDING, SUSPENDED) and job.id not in self.unseen:
-                self._enqueue(job, renew=False)

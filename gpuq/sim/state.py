@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpuq.model import JobClass
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.sim.convert import reason
-from gpuq.sim.jobs import SimJob
+from gpuq.sim.events import AGE, DRAIN, FINISH, KIND_NAMES, RECHECK, Event
+from gpuq.sim.jobs import PENDING, RUNNING, SUSPENDED, SimJob
 from gpuq.sim.planner import Planner
-from gpuq.sim.simulator import KIND_NAMES, STATE_VERSION, Event, Simulator
+from gpuq.sim.queue import PendingQueue
+from gpuq.sim.simulator import STATE_VERSION, Simulator
 from gpuq.sim.workload import ClusterSpec, WorkloadStream
 
 __all__ = ["dump", "load"]
@@ -47,11 +49,12 @@ def dump(sim: Simulator) -> dict[str, Any]:
         "seq": sim.seq,
         "jobs": [j.to_dict() for j in sim.jobs.values()],
         "unseen": list(sim.unseen),
+        "held": dict(sim.held),
         "history": [j.to_dict() for j in sim.history],
         "events": [
             [t, seq, KIND_NAMES[kind], None if job is None else job.id, ver]
             for t, seq, kind, job, ver in sorted(sim.events)
-            if sim.event_live((t, seq, kind, job, ver))
+            if _live(sim, (t, seq, kind, job, ver))
         ],
         "preemption_events": [  # (from the log itself: no model objects just to read them back)
             [t, victim, by, gpus, lost, mode.value, reason(by, why)]
@@ -84,7 +87,8 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
     if raw["stream"] is not None:
         sim.stream = WorkloadStream.from_dict(raw["stream"], spec, classes)
     sim.seq = int(raw["seq"])
-    sim.restore_jobs([SimJob.from_dict(row) for row in raw["jobs"]], [str(i) for i in raw.get("unseen", ())])
+    held = {str(i): float(t) for i, t in raw.get("held", {}).items()}
+    _restore_jobs(sim, [SimJob.from_dict(row) for row in raw["jobs"]], [str(i) for i in raw.get("unseen", ())], held)
     for row in raw["history"]:
         sim.history.append(SimJob.from_dict(row))
     kinds = {name: i for i, name in enumerate(KIND_NAMES)}
@@ -112,3 +116,43 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
     sim.preemptions = int(counters["preemptions"])
     sim.dropped = int(counters["dropped"])
     return sim
+
+
+def _live(sim: Simulator, event: Event) -> bool:
+    """Whether a pending event still stands (saved state leaves stale ones out)."""
+    _, _, kind, job, ver = event
+    if kind in (FINISH, DRAIN):
+        return job is not None and job.state == RUNNING and job.epoch == ver
+    if kind == AGE:
+        return job is not None and job.qver == ver and job.id in sim.queue.jobs
+    if kind == RECHECK:
+        return ver == sim.recheck_ver
+    return True
+
+
+def _restore_jobs(sim: Simulator, jobs: Iterable[SimJob], unseen: Iterable[str], held: Mapping[str, float]) -> None:
+    """Take saved jobs back (live ones; `unseen`: ids of those waiting for the next pass;
+    `held`: those an operator suspended, and since when): running and held ones onto their
+    GPUs, running ones in start order, and the others into the queue."""
+    for job in jobs:
+        sim.jobs[job.id] = job
+    for job_id in unseen:
+        sim.unseen[job_id] = sim.jobs[job_id]
+    for job_id, since in held.items():
+        job = sim.jobs[job_id]
+        if job.state != SUSPENDED:
+            raise ValueError(f"held job {job_id} is {job.state}, not suspended")
+        sim.gpus.claim(job.alloc)
+        sim.held[job_id] = float(since)
+    for job in sorted(sim.jobs.values(), key=lambda j: (j.run_start or 0.0, j.epoch, j.idkey)):
+        if job.state == RUNNING:
+            sim.gpus.claim(job.alloc)
+            job.place = tuple((sim.gpus.index[node], len(idx)) for node, idx in job.alloc.items())
+            sim.running[job.id] = job
+            sim.ckpt_running += job.ckpt is not None
+            sim.arm(job, renew=False)
+    # Queue order is rebuilt from the jobs themselves: the same total order as before.
+    sim.queue = PendingQueue(sim.rules.queued_priority)
+    for job in sim.jobs.values():
+        if job.state in (PENDING, SUSPENDED) and job.id not in sim.unseen and job.id not in sim.held:
+            sim.enqueue(job, renew=False)

@@ -2,7 +2,7 @@
 
 The simulator asks `decide` only when a preemption is possible at all (the head outranks the
 lowest possible victim by more than Δ). Single-node requests are then decided by the engine's
-rule on the numbers `Simulator._arm` fixed at each job's start: one GPU by the cheapest single
+rule on the numbers `Simulator.arm` fixed at each job's start: one GPU by the cheapest single
 victim (`cheapest_single`), more by the exact search the engine itself runs
 (`cover.best_single_node`) over the nodes that can hold the optimum (`candidate_nodes`);
 multi-node requests by the engine's greedy plan (`greedy_multi_node`). Without `fast_path` the

@@ -41,6 +41,8 @@ class AuditView:
 
 
 def _change(record: dict[str, Any]) -> str:
+    if record.get("noop") is True:  # (e.g. lifting an exemption the job did not have)
+        return "nothing to change (no-op)"
     before, after = record.get("before") or {}, record.get("after") or {}
     if not isinstance(before, dict) or not isinstance(after, dict):
         return ""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import fnmatch
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -51,8 +53,25 @@ class GpuGrid:
         return max((g.node.gpus for g in self.nodes), default=0)
 
 
-def gpu_grid(snapshot: Snapshot, *, nodes: Iterable[str] = ()) -> GpuGrid:
-    """The grid, nodes in name order; `nodes` keeps only those (BadInput for an unknown one)."""
+def _matcher(patterns: Iterable[str], names: Iterable[str], cluster: str) -> Callable[[str], bool] | None:
+    """Whether a node is wanted: exact names and shell globs (`gpu-0*`, `gpu-0[1-3]`). A pattern
+    that matches no node is BadInput, so a typo never reads as an empty grid."""
+    wanted = tuple(patterns)
+    if not wanted:
+        return None
+    exact = {p for p in wanted if not any(ch in p for ch in "*?[")}
+    globs = {p: re.compile(fnmatch.translate(p)) for p in wanted if p not in exact}
+    known = set(names)
+    for p in wanted:
+        glob = globs.get(p)
+        if glob is None and p not in known or glob is not None and not any(glob.match(n) for n in known):
+            raise BadInput(f"--node: no node {'matches ' if glob else ''}{p} on cluster {cluster}")
+    return lambda name: name in exact or any(g.match(name) for g in globs.values())
+
+
+def gpu_grid(snapshot: Snapshot, *, nodes: Iterable[str] = (), free_only: bool = False) -> GpuGrid:
+    """The grid, nodes in name order; `nodes` keeps only those (names or globs; BadInput for one
+    that matches no node), `free_only` only nodes with a free GPU that take work."""
     slots = {n.name: [None] * n.gpus for n in snapshot.nodes}
     unindexed: dict[str, list[str]] = {}
     holders = {j.id: j for j in snapshot.jobs if j.holds_gpus}
@@ -66,14 +85,12 @@ def gpu_grid(snapshot: Snapshot, *, nodes: Iterable[str] = ()) -> GpuGrid:
                     grid[index] = job.id  # type: ignore[call-overload]
                 else:
                     unindexed.setdefault(node, []).append(job.id)
-    wanted = set(nodes)
-    if wanted:
-        unknown = sorted(wanted - set(slots), key=job_id_key)
-        if unknown:
-            raise BadInput(f"--node: no node {unknown[0]} on cluster {snapshot.cluster}")
+    wanted = _matcher(nodes, slots, snapshot.cluster)
     grids = tuple(
         NodeGrid(n, tuple(slots[n.name]), tuple(unindexed.get(n.name, ())))
         for n in sorted(snapshot.nodes, key=lambda n: job_id_key(n.name))
-        if not wanted or n.name in wanted
+        if wanted is None or wanted(n.name)
     )
+    if free_only:
+        grids = tuple(g for g in grids if g.free and g.node.state.takes_work)
     return GpuGrid(snapshot.cluster, snapshot.taken_at, grids, holders)

@@ -14,6 +14,7 @@ from gpuq.policy.order import queue_position
 from gpuq.policy.rules import Reason, effective_priority, gpu_seconds_lost, standing_protection
 from gpuq.service import Cluster
 from gpuq.timefmt import format_duration
+from gpuq.views.changes import format_priority
 
 __all__ = ["JobView", "job_view", "pending_reasons"]
 
@@ -41,6 +42,8 @@ class JobView:
 
 def pending_reasons(snapshot: Snapshot, policy: Policy, job: Job, now: float) -> tuple[list[str], Plan | None]:
     """Sentences explaining the job's state, and the preemption plan they were derived from."""
+    if job.state is JobState.SUSPENDED:
+        return [f"it is not pending: it is suspended, holding its GPUs; `gpuq resume {job.id}` runs it again"], None
     if job.state is not JobState.PENDING:
         return [f"it is not pending: it is {job.state.value}"], None
     cls = class_of(snapshot, policy, job.job_class)
@@ -60,7 +63,7 @@ def pending_reasons(snapshot: Snapshot, policy: Policy, job: Job, now: float) ->
     lines.append(
         f"waiting {format_duration(wait)} in class {cls.name}"
         + (f" ({', '.join(sla)})" if sla else "")
-        + f"; effective priority {eff:g} (base {job.priority})"
+        + f"; effective priority {format_priority(eff)} (base {job.priority})"
     )
     if job.reason:
         lines.append(f"the scheduler gives the reason: {job.reason}")
@@ -98,6 +101,8 @@ def job_view(cluster: Cluster, snapshot: Snapshot, job_id: str, *, with_audit: b
     policy = cluster.policy
     cls = cluster.resolved_class(snapshot, job.job_class)
     explanation, _ = pending_reasons(snapshot, policy, job, now)
+    if job.conflict:  # marked by a live backend (gpuq.model.placement)
+        explanation.insert(0, f"its placement cannot last: {job.conflict}; previews leave it out")
     guard = lost = None
     if job.state is JobState.RUNNING:
         lost = gpu_seconds_lost(job, policy, now)

@@ -15,18 +15,41 @@ from gpuq.policy.rules import effective_priority
 from gpuq.service import Cluster
 
 __all__ = [
+    "DEFAULT_SORT",
+    "SLURM_STATES",
     "SORT_KEYS",
     "STATE_NAMES",
     "QueueFilter",
     "QueueRow",
     "QueueView",
     "SlaStatus",
+    "SortKey",
+    "parse_sort",
     "parse_states",
     "queue_view",
     "sla_status",
+    "sort_rows",
 ]
 
 STATE_NAMES = tuple(s.value for s in JobState)
+
+_P, _R, _S, _CG = JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING
+_CD, _CA, _F, _PR, _TO = JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED, JobState.PREEMPTED, JobState.TIMEOUT
+#: What `--state`/`-t` takes besides gpuq's names, as squeue's `-t` does: Slurm's compact codes
+#: (PD, R, S, CG, ...) and its state names, read as gpuq/backends/slurm/jobs.py reads them from
+#: Slurm (a view cannot import a backend; tests/views/test_queue_states.py checks the two agree).
+SLURM_STATES: dict[str, JobState] = {
+    "PD": _P, "PENDING": _P, "RQ": _P, "REQUEUED": _P, "RH": _P, "REQUEUE_HOLD": _P, "RF": _P, "REQUEUE_FED": _P,
+    "SE": _P, "SPECIAL_EXIT": _P, "RESV_DEL_HOLD": _P,
+    "R": _R, "RUNNING": _R, "CF": _R, "CONFIGURING": _R, "RS": _R, "RESIZING": _R,
+    "S": _S, "SUSPENDED": _S, "ST": _S, "STOPPED": _S,
+    "CG": _CG, "COMPLETING": _CG, "SI": _CG, "SIGNALING": _CG, "SO": _CG, "STAGE_OUT": _CG,
+    "CD": _CD, "COMPLETED": _CD,
+    "CA": _CA, "CANCELLED": _CA, "RV": _CA, "REVOKED": _CA,
+    "F": _F, "FAILED": _F, "NF": _F, "NODE_FAIL": _F, "BF": _F, "BOOT_FAIL": _F, "OOM": _F, "OUT_OF_MEMORY": _F,
+    "PR": _PR, "PREEMPTED": _PR,
+    "TO": _TO, "TIMEOUT": _TO, "DL": _TO, "DEADLINE": _TO,
+}  # fmt: skip
 #: A wait past this share of its class's P95 target puts the job at risk of breaching it.
 AT_RISK_SHARE = 0.8
 
@@ -69,7 +92,7 @@ class QueueFilter:
     #: None: every state
     states: frozenset[JobState] | None = QUEUED_STATES
     min_gpus: int = 0
-    sort: str = "effective"
+    sort: tuple[SortKey, ...] = ()  # () = DEFAULT_SORT
     reverse: bool = False
 
     @property
@@ -89,52 +112,97 @@ class QueueView:
 
 
 def parse_states(values: Sequence[str]) -> frozenset[JobState] | None:
-    """``--state`` values (comma lists allowed) -> states; none given: the queued ones; `all`: None."""
-    names = [v.strip().lower() for value in values for v in value.split(",") if v.strip()]
+    """``--state`` values (comma lists allowed, any case) -> states; none given: the queued ones;
+    `all`: None. A value is a gpuq state name or one of Slurm's (`SLURM_STATES`: PD, R, S, CG…)."""
+    names = [v.strip() for value in values for v in value.split(",") if v.strip()]
     if not names:
         return QUEUED_STATES  # what is waiting or holding GPUs
-    if "all" in names:
-        return None
-    unknown = [n for n in names if n not in STATE_NAMES]
-    if unknown:
-        raise BadInput(f"--state: unknown state {unknown[0]!r} (one of {', '.join(STATE_NAMES)}, or all)")
-    return frozenset(JobState(n) for n in names)
+    found: set[JobState] = set()
+    for name in names:
+        lower = name.lower()
+        if lower == "all":
+            return None
+        state = JobState(lower) if lower in STATE_NAMES else SLURM_STATES.get(name.upper())
+        if state is None:
+            raise BadInput(
+                f"--state: unknown state {name!r} (one of {', '.join(STATE_NAMES)}, or all; "
+                "or a Slurm code such as PD, R, S, CG)"
+            )
+        found.add(state)
+    return frozenset(found)
+
+
+class SortKey(NamedTuple):
+    """One `--sort` key: a name of `SORT_KEYS`, ascending unless written `-name`."""
+
+    name: str
+    descending: bool
+
+
+#: the queue's order unless --sort says otherwise: highest effective priority first
+DEFAULT_SORT = (SortKey("effective", True),)
+
+
+def parse_sort(values: Sequence[str]) -> tuple[SortKey, ...]:
+    """``--sort`` values, comma lists or repeated (`class,-wait`): `key` or `+key` ascending,
+    `-key` descending (squeue's `--sort`); none given: `DEFAULT_SORT`."""
+    keys: list[SortKey] = []
+    for value in values:
+        for raw in value.split(","):
+            text = raw.strip()
+            if not text:
+                continue
+            descending = text.startswith("-")
+            name = text[1:].strip() if text[:1] in "+-" else text
+            if name not in SORT_KEYS:
+                raise BadInput(
+                    f"--sort: unknown key {text!r} (one of {', '.join(sorted(SORT_KEYS))}; -KEY for descending)"
+                )
+            keys.append(SortKey(name, descending))
+    return tuple(keys) or DEFAULT_SORT
 
 
 def _submit(row: QueueRow) -> datetime:
     return row.job.submit_time
 
 
-_effective = operator.itemgetter(2)
+def _class_rank(ranks: dict[str, int]) -> Callable[[QueueRow], Any]:
+    """Sorts classes by rank: the highest priority first (urgent before batch), then by name."""
 
-# Each key sorts in its natural direction (largest priority/wait first); --reverse flips it.
-SORT_KEYS: dict[str, tuple[Callable[[QueueRow], Any], bool]] = {
-    "effective": (lambda r: (r.effective_priority, -r.job.submit_time.timestamp()), True),
-    "priority": (lambda r: (r.job.priority, -r.job.submit_time.timestamp()), True),
-    "wait": (lambda r: r.wait_s if r.wait_s is not None else -1.0, True),
-    "gpus": (lambda r: r.job.gpus, True),
-    "submit": (lambda r: r.job.submit_time, False),
-    "preemptions": (lambda r: (r.preemptions_24h, r.preemptions), True),
-    "id": (lambda r: job_id_key(r.job.id), False),
-    "user": (lambda r: (r.job.user, job_id_key(r.job.id)), False),
-    "tenant": (lambda r: (r.job.tenant, job_id_key(r.job.id)), False),
-    "class": (lambda r: (r.job.job_class, job_id_key(r.job.id)), False),
-    "state": (lambda r: (STATE_NAMES.index(r.job.state.value), job_id_key(r.job.id)), False),
+    def key(row: QueueRow) -> tuple[int, str]:
+        name = row.job.job_class
+        return -ranks.get(name, 0), name
+
+    return key
+
+
+#: `--sort` keys, each a plain value per row (one stable pass per key, no tuple per row: the
+#: default order is two passes over 200,000 rows). "class" is filled in per snapshot (class rank).
+SORT_KEYS: dict[str, Callable[[QueueRow], Any]] = {
+    "effective": operator.itemgetter(2),
+    "priority": lambda r: r.job.priority,
+    "wait": lambda r: r.wait_s if r.wait_s is not None else -1.0,
+    "gpus": lambda r: r.job.gpus,
+    "submit": _submit,
+    "preemptions": lambda r: (r.preemptions_24h, r.preemptions),
+    "id": lambda r: job_id_key(r.job.id),
+    "user": lambda r: r.job.user,
+    "tenant": lambda r: r.job.tenant,
+    "class": _class_rank({}),
+    "state": lambda r: STATE_NAMES.index(r.job.state.value),
 }
 
 
-def sort_rows(rows: list[QueueRow], sort: str, reverse: bool) -> None:
-    if sort == "effective":
-        # Same order as the "effective" key, (effective desc, submit asc), in two stable passes on
-        # plain values: no key tuple per row, which matters at 200,000 rows.
-        rows.sort(key=_submit, reverse=reverse)
-        rows.sort(key=_effective, reverse=not reverse)
-        return
-    try:
-        key, descending = SORT_KEYS[sort]
-    except KeyError:
-        raise BadInput(f"--sort: unknown key {sort!r} (one of {', '.join(sorted(SORT_KEYS))})") from None
-    rows.sort(key=key, reverse=descending != reverse)
+def sort_rows(
+    rows: list[QueueRow], keys: Sequence[SortKey] = DEFAULT_SORT, reverse: bool = False,
+    class_ranks: dict[str, int] | None = None,
+) -> None:  # fmt: skip
+    """Sort by `keys` in turn; ties go to the earliest submitted, then the snapshot's order.
+    `reverse` turns every direction round (ties included). `class_ranks`: class -> priority."""
+    rows.sort(key=_submit, reverse=reverse)
+    for name, descending in reversed(keys or DEFAULT_SORT):
+        key = _class_rank(class_ranks or {}) if name == "class" else SORT_KEYS[name]
+        rows.sort(key=key, reverse=descending != reverse)
 
 
 def queue_rows(cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter) -> list[QueueRow]:
@@ -201,7 +269,8 @@ def queue_rows(cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter) -> lis
         else:
             status = breach if wait > target else at_risk if wait >= risk else ok
         append(new_row(QueueRow, (job, wait, effective, len(times), recent, status)))
-    sort_rows(rows, wanted.sort, wanted.reverse)
+    ranks = {name: found[0].priority for name, found in resolved.items()}
+    sort_rows(rows, wanted.sort, wanted.reverse, ranks)
     return rows
 
 

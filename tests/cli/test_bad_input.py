@@ -87,7 +87,7 @@ def test_bad_config_key(gpuq: Run, small: str, tmp_path: Path) -> None:
     config = tmp_path / "gpuq.toml"
     config.write_text('output = "yaml"\n')
     err = _clean_failure(gpuq("--config", str(config), "--snapshot", small, "queue"), 2)
-    assert f"{config}:1: output: 'yaml' is not one of table, json, csv" in err
+    assert f"{config}:1: output: 'yaml' is not one of table, wide, json, csv" in err
 
 
 def test_missing_config_file(gpuq: Run, small: str, tmp_path: Path) -> None:

@@ -186,7 +186,8 @@ def test_open_clusters_one_per_configured_cluster(fake: Any, xdg: dict[str, Path
     ("line", "problem"),
     [
         ('speed = "fast"', "backends.demo.speed: expected a number, got 'fast'"),
-        ("speed = -1", "backends.demo.speed: must be > 0 (simulated seconds per wall-clock second), got -1"),
+        ("speed = -1", "backends.demo.speed: must be > 0 and <= 3600 (simulated seconds per wall-clock second), "
+                       "got -1"),
         ("speed = nan", "backends.demo.speed: expected a finite number, got nan"),
         ('seed = "x"', "backends.demo.seed: expected a whole number, got 'x'"),
         ("seed = 1.5", "backends.demo.seed: expected a whole number, got 1.5"),

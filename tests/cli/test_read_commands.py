@@ -85,8 +85,10 @@ class TestQueue:
 
         assert ids("--sort", "id") == ["101", "102", "103", "104", "201", "202", "203"]
         assert ids("--sort", "id", "--reverse") == ["203", "202", "201", "104", "103", "102", "101"]
-        assert ids("--sort", "wait", "--state", "pending") == ["203", "201", "202"]
-        assert ids("--sort", "gpus")[:2] == ["101", "202"]
+        # A key alone sorts ascending, -KEY descending (squeue's --sort); ties: earliest submitted.
+        assert ids("--sort", "-wait", "--state", "pending") == ["203", "201", "202"]
+        assert ids("--sort", "wait", "--state", "pending") == ["202", "201", "203"]
+        assert ids("--sort", "-gpus")[:2] == ["101", "202"]
 
     def test_csv(self, gpuq: Run, small: str) -> None:
         result = gpuq("--snapshot", small, "queue", "-o", "csv", "--sort", "id")
@@ -222,7 +224,7 @@ def test_queue_limit(gpuq: Run, small: str) -> None:
     [
         (["gpus"], "node,gpu,job,user,tenant,class"),
         (["sla"], "class,count,pending,p50_s"),
-        (["preemptions"], "id,user,tenant,class,state,preemptions,preemptions_24h"),
+        (["preemptions"], "section,key,value,id,name,user,tenant,class,state,preemptions,preemptions_24h"),
         (["preview", "202"], "id,decision,reason,nodes"),
         (["job", "101"], "field,value"),
     ],

@@ -62,7 +62,7 @@ def test_empty_policy_is_the_documented_default() -> None:
     [
         ('[preemption]\nmode = "kill"\n', "p.toml:2: preemption.mode: 'kill' is not one of"),
         ('[preemption]\ndelta = 1\ngrace_period = "soon"\n', "p.toml:3: preemption.grace_period: not a duration"),
-        ("[preemption]\ndelta = -3\n", "p.toml:2: preemption.delta: must be >= 0"),
+        ("[preemption]\ndelta = -3\n", "p.toml:2: preemption.delta: must be a number from 0 to 2^53, got -3"),
         ("[preemption]\nfrobnicate = 1\n", "p.toml:2: preemption.frobnicate: unknown key"),
         ('[classes.gold]\npreemptible = "no"\n', "p.toml:2: classes.gold.preemptible: expected true or false"),
         ("[urgent_quota]\nnlp = -1\n", "p.toml:2: urgent_quota.nlp"),

@@ -13,7 +13,7 @@ def check_invariants(sim: Simulator) -> None:
     held: set[tuple[str, int | None]] = set()
     busy = 0
     for job in snap.jobs:
-        if job.state is JobState.RUNNING:
+        if job.state in (JobState.RUNNING, JobState.SUSPENDED):  # (suspended by an operator: holding its GPUs)
             count = 0
             for node, idx in job.allocation.items():
                 for gpu in idx:

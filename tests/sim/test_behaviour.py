@@ -7,9 +7,10 @@ import json
 import pytest
 
 from gpuq.errors import NotFound, Refused
-from gpuq.model import JobClass, JobState, from_epoch
+from gpuq.model import Job, JobClass, JobState, from_epoch
 from gpuq.policy.config import ClassPolicy, Mode, Policy
-from gpuq.sim import ClusterSpec, JobSpec, Simulator, WorkloadStream
+from gpuq.sim import ClusterSpec, JobSpec, Simulator, WorkloadStream, actions, convert
+from gpuq.sim.state import dump
 
 from .helpers import check_invariants, step_all
 
@@ -29,14 +30,19 @@ def _job(job_id: str, at: float, duration: float, priority: int, gpus: int = 1, 
 
 
 def _preemptions(sim: Simulator) -> list[tuple[float, str, str | None]]:
-    return [(e.time.timestamp(), e.victim, e.preemptor) for e in sim.preemption_events]
+    return [(e.time.timestamp(), e.victim, e.preemptor) for e in convert.preemption_events(sim)]
+
+
+def _model_job(sim: Simulator, job_id: str) -> Job:
+    """One visible job as the model shows it, as the demo backend reads it."""
+    return convert.model_job(actions.visible(sim, job_id), sim.now)
 
 
 def test_exemption_is_honoured_and_ends_exactly_on_time() -> None:
     sim = _sim(Policy())
     sim.submit(_job("L", 0, 1000, 10))
     sim.run_until(50)
-    sim.exempt("L", until=500.0)
+    actions.exempt(sim, "L", until=500.0)
     sim.submit(_job("H", 100, 10, 100))
     sim.run_until(499)
     assert _preemptions(sim) == []
@@ -90,7 +96,7 @@ def test_requeue_restarts_from_the_last_reported_checkpoint() -> None:
     sim = _sim(Policy(mode=Mode.REQUEUE), gpus=2)
     sim.submit([_job("L", 0, 2000, 10, gpus=2, ckpt=300), _job("H", 1000, 100, 100, gpus=2)])
     sim.run_until(1000)
-    event = sim.preemption_events[0]
+    event = convert.preemption_events(sim)[0]
     assert event.gpu_seconds_lost == 2 * 100  # ran 1000 s, last checkpoint at 900
     sim.run()
     done = {j.id: j for j in sim.history}
@@ -103,7 +109,7 @@ def test_requeue_without_reports_uses_the_policy_interval_or_loses_everything() 
         sim = _sim(Policy(mode=Mode.REQUEUE, default_checkpoint_interval_s=interval))
         sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
         sim.run()
-        assert [e.gpu_seconds_lost for e in sim.preemption_events] == [lost]
+        assert [e.gpu_seconds_lost for e in convert.preemption_events(sim)] == [lost]
 
 
 def test_cancel_ends_the_victim() -> None:
@@ -111,7 +117,7 @@ def test_cancel_ends_the_victim() -> None:
     sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
     sim.run()
     victim = next(j for j in sim.history if j.id == "L")
-    assert victim.state == "cancelled" and sim.preemption_events[0].gpu_seconds_lost == 1000.0
+    assert victim.state == "cancelled" and convert.preemption_events(sim)[0].gpu_seconds_lost == 1000.0
     assert next(j for j in sim.snapshot().jobs if j.id == "L").state is JobState.CANCELLED
 
 
@@ -148,7 +154,7 @@ def test_multi_node_job_preempts_across_nodes() -> None:
     big = sim.snapshot().job("big")
     assert big is not None and big.state is JobState.RUNNING
     assert {n: len(i) for n, i in big.allocation.items()} == {"gpu-001": 8, "gpu-002": 8}
-    assert len(sim.preemption_events) == 4
+    assert len(convert.preemption_events(sim)) == 4
 
 
 def test_single_node_victims_follow_the_engine_minimum_cost() -> None:
@@ -165,19 +171,19 @@ def test_actions_validate_and_dry_runs_change_nothing() -> None:
     sim.submit([_job("R", 0, 100, 10), _job("P", 0, 100, 5), _job("D", 0, 1, 50)])
     sim.run_until(50)
     with pytest.raises(NotFound, match="no job nope on cluster demo"):
-        sim.bump("nope", priority=3)
+        actions.bump(sim, "nope", priority=3)
     with pytest.raises(Refused, match="already ended"):
-        sim.bump("D", priority=3)
+        actions.bump(sim, "D", priority=3)
     with pytest.raises(Refused, match="not running"):
-        sim.preempt("P", mode=Mode.REQUEUE)
-    before = json.dumps(sim.to_dict())
-    assert sim.bump("P", urgent=True, dry_run=True) == ({"priority": 5, "urgent": False},
+        actions.preempt(sim, "P", mode=Mode.REQUEUE)
+    before = json.dumps(dump(sim))
+    assert actions.bump(sim, "P", urgent=True, dry_run=True) == ({"priority": 5, "urgent": False},
                                                         {"priority": 5, "urgent": True})
-    sim.exempt("R", until=999.0, dry_run=True)
-    sim.preempt("R", mode=Mode.CANCEL, dry_run=True)
-    assert json.dumps(sim.to_dict()) == before
+    actions.exempt(sim, "R", until=999.0, dry_run=True)
+    actions.preempt(sim, "R", mode=Mode.CANCEL, dry_run=True)
+    assert json.dumps(dump(sim)) == before
     # The bump takes effect at once: P becomes urgent and preempts R.
-    sim.bump("P", urgent=True)
+    actions.bump(sim, "P", urgent=True)
     assert _preemptions(sim) == [(50.0, "R", "P")]
     assert sim.snapshot().job("P").urgent  # type: ignore[union-attr]
 
@@ -186,14 +192,14 @@ def test_operator_preempt_and_bump_priority() -> None:
     sim = _sim(Policy(mode=Mode.REQUEUE))
     sim.submit([_job("R", 0, 100, 10), _job("P", 0, 100, 5)])
     sim.run_until(10)
-    before, after = sim.preempt("R", mode=Mode.REQUEUE)
+    before, after = actions.preempt(sim, "R", mode=Mode.REQUEUE)
     assert before["state"] == "running" and after["state"] == "pending"
     assert _preemptions(sim) == [(10.0, "R", None)]
     # Requeued, R is still the best job waiting, so it starts again at once (from scratch).
     snap = sim.snapshot()
     assert snap.job("R").state is JobState.RUNNING and snap.job("R").start_time == from_epoch(10.0)  # type: ignore[union-attr]
     assert snap.job("R").preemption_times == (from_epoch(10.0),)  # type: ignore[union-attr]
-    sim.bump("P", priority=20)  # now P outranks R and takes the GPU
+    actions.bump(sim, "P", priority=20)  # now P outranks R and takes the GPU
     assert sim.snapshot().job("P").state is JobState.RUNNING  # type: ignore[union-attr]
     assert _preemptions(sim)[-1] == (10.0, "R", "P")
 
@@ -251,10 +257,10 @@ def test_a_batch_with_a_duplicate_id_is_refused_whole(batch: list[JobSpec]) -> N
     sim = _sim(Policy())
     sim.submit([_job("A", 0, 100, 1)])
     sim.run_until(1)
-    before = json.dumps(sim.to_dict())
+    before = json.dumps(dump(sim))
     with pytest.raises(ValueError, match="duplicate job id"):
         sim.submit(batch)
-    assert json.dumps(sim.to_dict()) == before  # none of the batch got in
+    assert json.dumps(dump(sim)) == before  # none of the batch got in
     sim.submit([_job("N1", 10, 5, 1)])  # the same job alone is fine
     sim.run()
     assert [j.id for j in sim.history] == ["A", "N1"]  # (equal priorities: N1 waits for A)
@@ -266,11 +272,11 @@ def test_a_new_policy_recounts_the_running_jobs_as_victims() -> None:
     sim = _sim(Policy(classes={"batch": ClassPolicy(preemptible=False)}), nodes=1, gpus=2)
     sim.submit([_job("A", 0, 1000, 1), _job("B", 0, 1000, 2), _job("H", 10, 100, 50)])
     sim.run_until(20)
-    assert sim.preemptions == 0 and sim.snapshot_job("H").state is JobState.PENDING
+    assert sim.preemptions == 0 and _model_job(sim, "H").state is JobState.PENDING
     sim.set_policy(Policy(delta=60.0))  # preemptible now, but a gap of 49 or 48 is not > 60
     sim.run_until(30)
-    assert sim.preemptions == 0 and sim.snapshot_job("H").state is JobState.PENDING
+    assert sim.preemptions == 0 and _model_job(sim, "H").state is JobState.PENDING
     sim.set_policy(Policy(delta=48.5))  # only A (priority 1) is far enough below H
     sim.run_until(40)
-    assert [(e.victim, e.preemptor) for e in sim.preemption_events] == [("A", "H")]
-    assert sim.snapshot_job("H").state is JobState.RUNNING
+    assert [(e.victim, e.preemptor) for e in convert.preemption_events(sim)] == [("A", "H")]
+    assert _model_job(sim, "H").state is JobState.RUNNING

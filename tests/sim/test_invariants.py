@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from gpuq.model import DAY_S
 from gpuq.policy.config import Mode, Policy
-from gpuq.sim import ClusterSpec, Simulator, generate_jobs
+from gpuq.sim import ClusterSpec, Simulator, actions, convert, generate_jobs
 from gpuq.sim.jobs import CANCELLED, COMPLETED, PENDING, RUNNING, SUSPENDED
+from gpuq.sim.state import dump, load
 
 from .helpers import check_invariants, step_all
 
@@ -88,16 +89,16 @@ def test_reproducible_and_resumable(seed: int, policy: Policy, cut: float) -> No
     whole.run(HORIZON)
     again = _sim(seed, 40, cluster, policy)
     again.run(HORIZON)
-    assert json.dumps(whole.to_dict()) == json.dumps(again.to_dict())
+    assert json.dumps(dump(whole)) == json.dumps(dump(again))
     # Saving mid-run and continuing from the JSON gives the very same run.
     assert whole.trace is not None
     first = _sim(seed, 40, cluster, policy)
     first.run_until(whole.trace[-1][0] * cut)
-    saved = json.loads(json.dumps(first.to_dict()))
-    resumed = Simulator.from_dict(saved, policy=policy)
+    saved = json.loads(json.dumps(dump(first)))
+    resumed = load(saved, policy=policy)
     check_invariants(resumed)
     resumed.run(HORIZON)
-    end, other = whole.to_dict(), resumed.to_dict()
+    end, other = dump(whole), dump(resumed)
     for state in (end, other):
         state["counters"].pop("plans")  # a resumed run may ask the engine a different number of times
     assert json.dumps(end) == json.dumps(other)
@@ -116,9 +117,9 @@ def test_exempt_jobs_are_never_preempted_automatically(seed: int, policy: Policy
     until = since + 6 * 3600.0
     exempt = {running[p % len(running)] for p in picks}
     for job_id in exempt:
-        sim.exempt(job_id, until=until)
+        actions.exempt(sim, job_id, until=until)
     sim.run(HORIZON)
-    for event in sim.preemption_events:
+    for event in convert.preemption_events(sim):
         if event.victim in exempt and event.time.timestamp() >= since:
             assert event.time.timestamp() >= until
 
@@ -132,7 +133,7 @@ def test_shortcuts_give_the_same_run_as_the_engine_alone(seed: int, policy: Poli
     slow.fast_path = False  # every decision through gpuq.policy.engine.plan_preemption
     slow.check_fast_path = False
     slow.run(HORIZON)
-    a, b = fast.to_dict(), slow.to_dict()
+    a, b = dump(fast), dump(slow)
     for state in (a, b):
         state["counters"].pop("plans")
     assert json.dumps(a) == json.dumps(b)

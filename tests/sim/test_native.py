@@ -110,13 +110,14 @@ import hashlib, json, sys
 import gpuq.sim
 from gpuq.policy.config import Mode, Policy
 from gpuq.sim import ClusterSpec, Simulator, WorkloadStream
+from gpuq.sim.state import dump
 policy = Policy(delta=5.0, mode=Mode.REQUEUE, min_runtime_s=300.0, max_preemptions_per_day=3,
                 default_checkpoint_interval_s=900.0, default_aging_rate=10.0)
 sim = Simulator(policy=policy, stream=WorkloadStream(7, ClusterSpec(), load=1.3), start=0.0,
                 max_pending=200, trace=True)
 sim.check_fast_path = True
 sim.run_until(2 * 86400.0)
-state = json.dumps(sim.to_dict(), sort_keys=True)
+state = json.dumps(dump(sim), sort_keys=True)
 print(json.dumps({"native": gpuq.sim.NATIVE, "module": gpuq.sim.simulator.__file__,
                   "events": sim.events_processed, "preemptions": sim.preemptions, "plans": sim.plans,
                   "trace": hashlib.sha256(repr(sim.trace).encode()).hexdigest(),

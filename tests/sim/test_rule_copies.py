@@ -2,7 +2,7 @@
 
 `gpuq.sim.fastrules.FastRules` keeps, for the event loop, copies of three rules on a `SimJob`'s
 own fields: a queued job's effective priority (`queued_priority`), a running job's
-(`running_priority`, which `Simulator._arm` fixes as `job.rep`), and the GPU-seconds a
+(`running_priority`, which `Simulator.arm` fixes as `job.rep`), and the GPU-seconds a
 preemption loses (`lost`, weighed by `cost`). Here each is compared, with `==` on the floats,
 with the `gpuq.policy.rules` function called on the same plain numbers, over a few thousand
 seeded, generated jobs and policies: urgent or not, classes with and without max_wait and with
@@ -127,7 +127,7 @@ def base_job(rng: random.Random, index: int) -> SimJob:
 
 def queued_job(rng: random.Random, index: int, rules: FastRules) -> tuple[SimJob, float]:
     """A waiting job and a moment to ask about it: often a few ticks either side of the moment
-    its wait passes max_wait. `aging` set as `Simulator._enqueue` and its aging event set it."""
+    its wait passes max_wait. `aging` set as `Simulator.enqueue` and its aging event set it."""
     job = base_job(rng, index)
     job.state = PENDING
     job.qs = job.submit if rng.random() < 0.5 else tick(-rng.randint(0, 86_400_000_000))  # requeued since
@@ -144,7 +144,7 @@ def queued_job(rng: random.Random, index: int, rules: FastRules) -> tuple[SimJob
 def running_job(rng: random.Random, index: int, rules: FastRules) -> tuple[SimJob, float]:
     """A running job and a moment in its run: its wait before the start near max_wait, now near
     a checkpoint, an earlier run's checkpoint, earlier preemptions (some a tick inside or outside
-    the 24 h window), an exemption near now; `rep` fixed as `Simulator._arm` fixes it."""
+    the 24 h window), an exemption near now; `rep` fixed as `Simulator.arm` fixes it."""
     job = base_job(rng, index)
     job.qs = job.submit if rng.random() < 0.5 else tick(-rng.randint(0, 86_400_000_000))
     info = rules.class_info(job.cls)
@@ -248,7 +248,7 @@ def test_queued_priority_is_the_kernels() -> None:
 
 def test_a_job_is_not_below_its_base_priority_at_the_tick_it_starts_to_age() -> None:
     """With a max_wait off the binary grid, `qs + max_wait` can round down onto a tick: the aging
-    event comes there and `Simulator._enqueue` finds `now >= qs + max_wait`, while the wait
+    event comes there and `Simulator.enqueue` finds `now >= qs + max_wait`, while the wait
     `now - qs` is still just short of max_wait. The kernel then counts no aging at all."""
     policy = Policy(classes={"odd": ClassPolicy(max_wait_s=0.1, aging_rate=600.0)})
     rules = FastRules(policy, CLASSES)

@@ -10,7 +10,7 @@ import pytest
 
 from gpuq.model import JobClass
 from gpuq.policy.config import Mode, Policy
-from gpuq.sim import ClusterSpec, JobSpec, Simulator
+from gpuq.sim import ClusterSpec, JobSpec, Simulator, convert
 
 SEED_DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "seed_demo.py"
 LOSSLESS = Policy(mode=Mode.GRACEFUL, grace_period_s=0.0)  # like the seed: checkpoint at preemption
@@ -72,7 +72,7 @@ def test_three_job_example_exact_times_and_lossless_resume() -> None:
         (0.0, "start", "A"), (1.0, "preempt", "A"), (1.0, "start", "B"), (5.0, "finish", "B"),
         (5.0, "start", "C"), (11.0, "finish", "C"), (11.0, "start", "A"), (20.0, "finish", "A"),
     ]
-    assert [e.gpu_seconds_lost for e in sim.preemption_events] == [0.0]
+    assert [e.gpu_seconds_lost for e in convert.preemption_events(sim)] == [0.0]
 
 
 def test_ties_are_ordered_deterministically_where_the_seed_demo_crashes() -> None:

@@ -16,7 +16,7 @@ from tests.slurm.samples import captured_clock
 
 def test_capabilities_are_data() -> None:
     caps = SlurmBackend(persist=False).capabilities
-    assert caps.actions == frozenset(ACTIONS) == {"bump", "exempt", "preempt"}
+    assert caps.actions == frozenset(ACTIONS) == {"bump", "exempt", "preempt", "resume"}
     # Priority=0 is a hold; scontrol refuses 4294967294 (NO_VAL) and up.
     assert caps.priority_range == (1, 4294967293)
     assert caps.native_preview is True

@@ -1,28 +1,104 @@
-"""The fast two-pass "effective" sort gives exactly the documented key order."""
+"""`sort_rows`: several keys in turn, `-key` descending, ties to the earliest submitted, classes
+by rank; checked against a plain comparison sort written independently."""
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuq.errors import BadInput
 from gpuq.model import JobState
 from gpuq.views import queue as q
 from tests.factories import make_job
 
+RANKS = {"urgent": 1000, "normal": 100, "low": 10}
 
-@settings(max_examples=200, deadline=None)
+
+def _row(i: int, eff: float, submit: float, gpus: int, cls: str, user: str) -> q.QueueRow:
+    job = make_job(str(i), "n", user, "t", cls, 1, JobState.PENDING, submit, gpus)
+    return q.QueueRow(job, None, eff, 0, 0, q.SlaStatus.NONE)
+
+
+def _value(row: q.QueueRow, name: str) -> Any:
+    if name == "class":
+        return -RANKS.get(row.job.job_class, 0), row.job.job_class
+    return {"effective": row.effective_priority, "gpus": row.job.gpus, "user": row.job.user,
+            "submit": row.job.submit_time}[name]  # fmt: skip
+
+
+def _reference(rows: list[q.QueueRow], keys: tuple[q.SortKey, ...], reverse: bool) -> list[str]:
+    order = {id(r): n for n, r in enumerate(rows)}
+
+    def compare(a: q.QueueRow, b: q.QueueRow) -> int:
+        for name, descending in (*keys, q.SortKey("submit", False)):
+            x, y = _value(a, name), _value(b, name)
+            if x != y:
+                smaller = -1 if x < y else 1
+                return -smaller if descending != reverse else smaller
+        return order[id(a)] - order[id(b)]  # stable: the snapshot's order
+
+    return [r.job.id for r in sorted(rows, key=functools.cmp_to_key(compare))]
+
+
+_KEYS = st.lists(
+    st.tuples(st.sampled_from(["effective", "gpus", "user", "class"]), st.booleans()), min_size=1, max_size=3,
+    unique_by=lambda k: k[0],
+).map(lambda ks: tuple(q.SortKey(n, d) for n, d in ks))
+
+
+@settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0])), max_size=30),
+    st.lists(
+        st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
+                  st.sampled_from(["urgent", "normal", "low", "adhoc"]), st.sampled_from(["ann", "bo"])),
+        max_size=25,
+    ),
+    _KEYS,
     st.booleans(),
-)
-def test_two_pass_sort_matches_key_order(rows: list[tuple[float, float]], reverse: bool) -> None:
-    built = [
-        q.QueueRow(make_job(str(i), "n", "u", "t", "c", 1, JobState.PENDING, submit, 1), None, eff, 0, 0,
-                   q.SlaStatus.NONE)
-        for i, (eff, submit) in enumerate(rows)
-    ]
-    key, descending = q.SORT_KEYS["effective"]
-    expected = sorted(built, key=key, reverse=descending != reverse)
+)  # fmt: skip
+def test_sort_matches_a_plain_comparison_sort(
+    specs: list[tuple[float, float, int, str, str]], keys: tuple[q.SortKey, ...], reverse: bool
+) -> None:
+    built = [_row(i, *spec) for i, spec in enumerate(specs)]
     got = list(built)
-    q.sort_rows(got, "effective", reverse)
-    assert [r.job.id for r in got] == [r.job.id for r in expected]
+    q.sort_rows(got, keys, reverse, RANKS)
+    assert [r.job.id for r in got] == _reference(built, keys, reverse)
+
+
+def test_default_is_effective_descending_then_earliest_submitted() -> None:
+    rows = [_row(0, 5.0, 30.0, 1, "low", "a"), _row(1, 9.0, 20.0, 1, "low", "a"), _row(2, 5.0, 10.0, 1, "low", "a")]
+    q.sort_rows(rows)
+    assert [r.job.id for r in rows] == ["1", "2", "0"]
+
+
+def test_class_sorts_by_rank_not_by_name() -> None:
+    rows = [_row(i, 1.0, float(i), 1, c, "a") for i, c in enumerate(["low", "urgent", "normal"])]
+    q.sort_rows(rows, (q.SortKey("class", False),), class_ranks=RANKS)
+    assert [r.job.job_class for r in rows] == ["urgent", "normal", "low"]
+    q.sort_rows(rows, (q.SortKey("class", True),), class_ranks=RANKS)
+    assert [r.job.job_class for r in rows] == ["low", "normal", "urgent"]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ((), q.DEFAULT_SORT),
+        (("wait",), (q.SortKey("wait", False),)),
+        (("+wait",), (q.SortKey("wait", False),)),
+        (("-wait",), (q.SortKey("wait", True),)),
+        (("class,-wait", "id"), (q.SortKey("class", False), q.SortKey("wait", True), q.SortKey("id", False))),
+        ((" user , -gpus ",), (q.SortKey("user", False), q.SortKey("gpus", True))),
+    ],
+)
+def test_parse_sort(given: tuple[str, ...], expected: tuple[q.SortKey, ...]) -> None:
+    assert q.parse_sort(given) == expected
+
+
+@pytest.mark.parametrize("bad", ["nosuch", "-", "--wait", "wait,,nosuch", "Wait"])
+def test_parse_sort_refuses_unknown_keys(bad: str) -> None:
+    with pytest.raises(BadInput, match="--sort: unknown key"):
+        q.parse_sort([bad])

@@ -1,4 +1,4 @@
-"""bump / exempt / preempt on Slurm, in two steps: prepared on a fresh read of the job, applied
+"""bump / exempt / preempt / resume on Slurm, in two steps: prepared on a fresh read of the job, applied
 only while the job is still as it was.
 
 Each ``prepare_*`` reads the preemption config fresh (an action never relies on a QOS table kept
@@ -122,6 +122,7 @@ _FIELDS: dict[str, Callable[[JobView], dict[str, Any]]] = {
     "bump": _bump_fields,
     "exempt": _exempt_fields,
     "preempt": _preempt_fields,
+    "resume": _preempt_fields,
 }
 
 
@@ -283,6 +284,19 @@ class SlurmActions:
             "preempt", job_id, view, _preempt_fields(view), expected, commands, warnings, cfg, ("exempt_until",),
             message=f"preempt job {job_id} ({mode.value})", done=f"preempted job {job_id} ({mode.value})",
             settle=JobState(expected["state"]), graceful=graceful,
+        )  # fmt: skip
+
+    def prepare_resume(self, job_id: str) -> ActionPlan:
+        """``scontrol resume ID`` for a job suspended (``scontrol suspend``), holding its GPUs."""
+        cfg = self.backend.configs.fresh_config()
+        view = self.read(job_id, cfg)
+        job = view.job
+        if job.state is not JobState.SUSPENDED:
+            raise Refused(f"job {job_id} is {job.state.value}: only suspended jobs can be resumed")
+        expected = {"state": "running", "reason": None, "nodes": list(job.allocation)}
+        return self._plan(
+            "resume", job_id, view, _preempt_fields(view), expected, [["scontrol", "resume", job_id]], [], cfg, (),
+            message=f"resume job {job_id}", done=f"resumed job {job_id}", settle=JobState.RUNNING,
         )  # fmt: skip
 
     def _plan(

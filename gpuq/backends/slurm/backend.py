@@ -4,7 +4,7 @@ The work is split by job (the README has the module table and the measurements b
 path): `configread` reads the preemption set-up and revalidates it past its TTL, `queueread`
 reads the queue and the GPU indexes, `snapshot` runs the reads side by side and joins them with
 sacct's history, `diskstate` adopts what an earlier invocation kept on disk and writes it back,
-and `actions` prepares and applies bump/exempt/preempt. This class wires them together and is
+and `actions` prepares and applies bump/exempt/preempt/resume. This class wires them together and is
 the `Backend` the rest of gpuq sees.
 
 Thread safety: the service may take a snapshot in one thread while another applies an action.
@@ -50,32 +50,36 @@ from gpuq.policy.config import Mode
 __all__ = ["SlurmBackend"]
 
 
+_HOUR, _DAY = 3600.0, 86400.0
+
+
 class SlurmBackend(Backend):
     """A Slurm cluster, found the way Slurm's own commands find it (SLURM_CONF, -M)."""
 
     name = "slurm"
+    # (the options' maxima: what a site could want; beyond them a value is a typo, refused)
     options: ClassVar[Mapping[str, OptionSpec]] = MappingProxyType({
         "cluster": OptionSpec(str, "the Slurm cluster to address (passed as -M); default: slurm.conf's"),
         "timeout_s": OptionSpec(float, "seconds a Slurm command may take before the cluster counts as "
-                                "unreachable", minimum=0.0, exclusive=True),
+                                "unreachable", minimum=0.0, exclusive=True, maximum=_HOUR),
         "urgent_qos": OptionSpec(str, "the QOS `bump --urgent` moves a pending job to (else: the top priority)"),
         "exempt_qos": OptionSpec(str, "a QOS no one preempts, which `exempt` moves a pending job to"),
         "history_s": OptionSpec(float, "how far back sacct is read for finished jobs and the preemption "
-                                "ledger (0: not at all)", minimum=0.0),
+                                "ledger (0: not at all)", minimum=0.0, maximum=3650 * _DAY),
         "graceful_wait_s": OptionSpec(float, "seconds a graceful preemption waits between SIGTERM and the "
-                                      "requeue", minimum=0.0),
+                                      "requeue", minimum=0.0, maximum=_HOUR),
         "config_ttl_s": OptionSpec(float, "seconds the preemption set-up is used before it is checked "
-                                   "again", minimum=0.0),
+                                   "again", minimum=0.0, maximum=_DAY),
         "history_ttl_s": OptionSpec(float, "seconds a sacct read is reused before sacct is asked again",
-                                    minimum=0.0),
+                                    minimum=0.0, maximum=_DAY),
         "persist": OptionSpec(bool, "keep the slowly changing reads on disk between invocations"),
         "cache_dir": OptionSpec(str, "where the disk cache lives (default: $XDG_CACHE_HOME/gpuq)"),
         "detail_one_by_one_max": OptionSpec(int, "up to this many GPU-holding jobs, read their GPU indexes "
-                                            "one job at a time, else all at once", minimum=0),
+                                            "one job at a time, else all at once", minimum=0, maximum=1_000_000),
         "config_max_age_s": OptionSpec(float, "seconds a QOS table is kept on an unchanged fingerprint "
-                                       "(0: read sacctmgr at every check)", minimum=0.0),
+                                       "(0: read sacctmgr at every check)", minimum=0.0, maximum=_DAY),
         "history_max_age_s": OptionSpec(float, "seconds cached sacct records may stand in for a due read "
-                                        "in queue-only views", minimum=0.0),
+                                        "in queue-only views", minimum=0.0, maximum=_DAY),
     })  # fmt: skip
     internals: ClassVar[frozenset[str]] = frozenset({"clock"})
 
@@ -238,6 +242,9 @@ class SlurmBackend(Backend):
 
     def prepare_preempt(self, job_id: str, mode: Mode, *, reason: str) -> ActionPlan:
         return self._actions.prepare_preempt(job_id, mode)
+
+    def prepare_resume(self, job_id: str, *, reason: str) -> ActionPlan:
+        return self._actions.prepare_resume(job_id)
 
     def apply(self, plan: ActionPlan) -> ActionResult:
         return self._actions.apply(plan)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpuq.backends.slurm.values import NONE_TEXT, expand_hostlist
+from gpuq.backends.slurm.values import NONE_TEXT, expand_hostlist, whole
+from gpuq.model import MAX_PRIORITY
 
 __all__ = [
     "QOS_FIELDS",
@@ -35,8 +36,8 @@ def parse_duration_text(text: str) -> float | None:
     days = 0
     if "-" in text:
         d, _, text = text.partition("-")
-        days = int(d)
-    parts = [int(p) for p in text.split(":")]
+        days = whole(d, "days of a duration", 1_000_000)
+    parts = [whole(p.strip(), "duration", 1_000_000_000) for p in text.split(":")]
     if len(parts) == 3:
         secs = parts[0] * 3600 + parts[1] * 60 + parts[2]
     elif len(parts) == 2:
@@ -140,7 +141,7 @@ def parse_qos(text: str) -> dict[str, Qos]:
         preempt = frozenset(p for p in f[2].split(",") if p)
         out[name] = Qos(
             name=name,
-            priority=int(f[1] or 0),
+            priority=whole(f[1].strip(), "QOS Priority", MAX_PRIORITY) if f[1].strip() else 0,
             preempt=preempt,
             exempt_time_s=parse_duration_text(f[3]),
             preempt_mode=f[4].strip().upper(),
@@ -221,9 +222,9 @@ def parse_partitions(text: str) -> dict[str, Partition]:
         out[name] = Partition(
             name=name,
             nodes=expand_hostlist(f.get("Nodes", "")),
-            priority_tier=int(f.get("PriorityTier", "1") or 1),
+            priority_tier=whole(f.get("PriorityTier", "1") or "1", "PriorityTier", 65535),
             preempt_mode=f.get("PreemptMode", "").upper(),
             default=f.get("Default", "NO") == "YES",
-            grace_time_s=float(f.get("GraceTime", "0") or 0),
+            grace_time_s=float(whole(f.get("GraceTime", "0") or "0", "GraceTime", 1_000_000_000)),
         )
     return out

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gpuq.backends.slurm.values import expand_indexes
+from gpuq.backends.slurm.values import expand_indexes, whole
+from gpuq.model import MAX_GPUS_PER_NODE, MAX_JOB_GPUS
 
 __all__ = ["gpu_model", "gpus_from_tres", "gpus_from_tres_per", "parse_gres_detail"]
 
@@ -43,10 +44,12 @@ def gpus_from_tres(text: str) -> int | None:
         if not sep or not value.isdigit():
             continue
         if key == "gres/gpu":
-            return int(value)
+            return whole(value, "gres/gpu", MAX_JOB_GPUS)
         if key.startswith("gres/gpu:"):
-            typed += int(value)
+            typed += whole(value, key, MAX_JOB_GPUS)
             seen_typed = True
+    if typed > MAX_JOB_GPUS:
+        raise ValueError(f"TRES {text[:40]!r}: more GPUs than any cluster has")
     return typed if seen_typed else None
 
 
@@ -65,7 +68,9 @@ def gpus_from_tres_per(text: str) -> int | None:
             continue
         seen = True
         last = re.split(r"[:=]", item)[-1]
-        total += int(last) if last.isdigit() else 1  # bare "gpu" / "gpu:h100" means one
+        total += whole(last, "GPU count", MAX_JOB_GPUS) if last.isdigit() else 1  # bare "gpu" / "gpu:h100": one
+    if total > MAX_JOB_GPUS:
+        raise ValueError(f"TRES {text[:40]!r}: more GPUs than any cluster has")
     return total if seen else None
 
 
@@ -85,5 +90,7 @@ def node_gpu_total(gres: str) -> int:
         parts = item.split("(")[0].split(":")
         if parts[0] == "gpu":
             last = parts[-1]
-            total += int(last) if last.isdigit() else 1
+            total += whole(last, "GPUs of a node", MAX_GPUS_PER_NODE) if last.isdigit() else 1
+    if total > MAX_GPUS_PER_NODE:
+        raise ValueError(f"GRES {gres[:40]!r}: more than {MAX_GPUS_PER_NODE} GPUs on one node")
     return total

@@ -11,13 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from gpuq.model import Job, JobState
+from gpuq.model import MAX_EPOCH, MAX_ID_LENGTH, Job, JobState
 
 __all__ = [
     "NO_ALLOCATION",
     "AdminNote",
     "ClassKey",
     "QueueRead",
+    "checked_id",
     "format_admin_comment",
     "job_id_text",
     "map_state",
@@ -118,11 +119,18 @@ def job_id_text(
     if array_job_id not in (None, 0, "0", "", "N/A") and array_task not in (None, "", "N/A"):
         task = str(array_task)
         if task.isdigit():
-            return f"{array_job_id}_{task}"
-        return f"{array_job_id}_[{task.strip('[]')}]"
+            return checked_id(f"{array_job_id}_{task}")
+        return checked_id(f"{array_job_id}_[{task.strip('[]')}]")
     if het_job_id not in (None, 0, "0", "", "N/A") and het_offset not in (None, "", "N/A"):
-        return f"{het_job_id}+{het_offset}"
-    return str(job_id)
+        return checked_id(f"{het_job_id}+{het_offset}")
+    return checked_id(str(job_id))
+
+
+def checked_id(jid: str) -> str:
+    """`jid`, if it can be a job id (1 to `MAX_ID_LENGTH` characters); ValueError otherwise."""
+    if not 0 < len(jid) <= MAX_ID_LENGTH:
+        raise ValueError(f"job id {jid[:20]!r}{'…' if len(jid) > 20 else ''}: not 1 to {MAX_ID_LENGTH} characters")
+    return jid
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,13 +171,15 @@ def format_admin_comment(note: AdminNote) -> str:
 
 
 def _rfc3339(text: str) -> float | None:
+    """The exemption's end; one past gpuq's times is held to them (9999 lasts as long as later),
+    one before 1970 has ended. (The note is free text anyone with operator rights can edit.)"""
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+    return min(max(parsed.timestamp(), 0.0), MAX_EPOCH)
 
 
 @dataclass(slots=True)

@@ -4,6 +4,10 @@ Mapping (stderr texts verified on 22.05):
 - ``Invalid job id specified`` -> NotFound
 - ``Access/permission denied``, ``Invalid user id`` -> PermissionDenied (operator/admin needed)
 - ``Unable to contact slurm controller`` / connection failures / a hung CLI -> Unreachable
+- no configuration at all (no slurm.conf and no DNS SRV record: ``resolve_ctls_from_dns_srv``,
+  ``Could not establish a configuration source``; or a ``SLURM_CONF`` naming a missing file,
+  checked before any call, since the CLIs retry that for a minute) -> Unreachable, "no Slurm
+  controller found"
 
 A read whose answer may turn out not to be needed (`SlurmBackend.snapshot` starts ``sacct``
 before it knows) runs with a `CancelToken`: `CancelToken.cancel` kills the command's process
@@ -42,6 +46,16 @@ _UNREACHABLE = (
     "Connection timed out",
 )
 _DENIED = ("Access/permission denied", "Invalid user id", "Permission denied", "Security violation")
+#: What the Slurm CLIs print when they find no configuration: no slurm.conf, and configless mode
+#: finds no DNS SRV record either (verified on 22.05).
+_NO_CONFIG = (
+    "resolve_ctls_from_dns_srv",
+    "Could not establish a configuration source",
+    "_establish_config_source",
+    "fetch_config: DNS SRV lookup failed",
+    "Unable to process configuration file",
+)
+_DEFAULT_CONF = "/etc/slurm/slurm.conf"
 
 
 def controller_address(conf: str | None = None) -> str:
@@ -63,6 +77,28 @@ def controller_address(conf: str | None = None) -> str:
         elif key == "slurmctldport":
             port = value.strip().split("-")[0]
     return f"{host or 'unknown host'}:{port} (from {path})"
+
+
+def no_controller(why: str) -> Unreachable:
+    """The error for a Slurm client that finds no cluster to talk to."""
+    return Unreachable(f"no Slurm controller found (set SLURM_CONF to the cluster's slurm.conf): {why}")
+
+
+def _missing_conf() -> Unreachable | None:
+    """A ``SLURM_CONF`` that names no file: Slurm's CLIs would retry it for a minute first."""
+    conf = os.environ.get("SLURM_CONF")
+    if conf and not os.path.exists(conf):
+        return no_controller(f"SLURM_CONF={conf!r} does not exist")
+    return None
+
+
+def _no_config(shown: str, message: str) -> Unreachable:
+    conf = os.environ.get("SLURM_CONF") or _DEFAULT_CONF
+    if not os.environ.get("SLURM_CONF") and not os.path.exists(conf):
+        why = f"no {conf}, and DNS has no SRV record for slurmctld"
+    else:
+        why = f"{conf} is not usable ({message.splitlines()[-1].strip()})"
+    return no_controller(f"`{shown}` found no configuration: {why}")
 
 
 def parse_output(command: str, parse: Callable[[], T]) -> T:
@@ -144,6 +180,9 @@ class Runner:
         is already what `argv` made of a command (an action plan's exact command line)."""
         argv = list(args) if as_is else self.argv(args)
         shown = _shown(argv)
+        missing = _missing_conf()
+        if missing is not None:
+            raise missing
         if cancel is not None:
             return self._run_cancellable(argv, shown, timeout_s or self.timeout_s, what, cancel)
         try:
@@ -200,6 +239,9 @@ class Runner:
         command's error wins over whatever ``consume`` made of its output."""
         argv = self.argv(args)
         shown = _shown(argv)
+        missing = _missing_conf()
+        if missing is not None:
+            raise missing
         limit = timeout_s or self.timeout_s
         proc = _spawn(argv, text=False)
         timed_out = threading.Event()
@@ -246,6 +288,8 @@ class Runner:
         shown = _shown(argv)
         first = message.splitlines()[0] if message else f"exit status non-zero from {argv[0]}"
         where = f" on cluster {self.cluster}" if self.cluster else ""
+        if any(text in message for text in _NO_CONFIG):  # (before the others: a config error may say "denied")
+            return _no_config(shown, message)
         if "known by database" in message or "No cluster" in message:
             return NotFound(f"no cluster {self.cluster!r} in the Slurm database (`{shown}`: {first})")
         if "Invalid job id specified" in message:

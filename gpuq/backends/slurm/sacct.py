@@ -12,8 +12,9 @@ from typing import Any, NamedTuple
 
 from gpuq.backends.slurm.gres import gpus_from_tres
 from gpuq.backends.slurm.jobs import clean, job_id_text, map_state
-from gpuq.backends.slurm.values import TIME_CACHE, epoch_or_none, json_number, text_time
-from gpuq.model import JobState
+from gpuq.backends.slurm.jsonread import text_field
+from gpuq.backends.slurm.values import TIME_CACHE, epoch_or_none, json_number, text_time, whole
+from gpuq.model import MAX_JOB_GPUS, MAX_PRIORITY, JobState
 
 __all__ = [
     "SACCT_FIELDS",
@@ -115,10 +116,11 @@ def parse_sacct_parsable(
         tres = f[15] or f[16]
         # A run cancelled while pending shows Start=End but never had an allocation (AllocTRES empty).
         start_s = f[12] if f[15] else ""
-        try:
-            priority = int(f[7] or 0)
-        except ValueError:
-            priority = 0
+        prio_s = f[7]  # (empty for a job that never had one; a short ASCII number converted in line)
+        if len(prio_s) < 16 and prio_s.isascii() and prio_s.isdigit():
+            priority = int(prio_s)
+        else:
+            priority = whole(prio_s, "Priority", MAX_PRIORITY) if prio_s.isdigit() else 0
         out.append(
             AcctRecord(
                 id=f[0],
@@ -152,8 +154,20 @@ def _tres_gpus(items: Iterable[Mapping[str, Any]]) -> int | None:
     for item in items:
         if item.get("type") == "gres" and item.get("name") == "gpu":
             count = json_number(item.get("count"))
+            if count is not None and not 0 <= count <= MAX_JOB_GPUS:
+                raise ValueError(f"tres gres/gpu count {count!r}: more GPUs than any cluster has")
             return int(count) if count is not None else None
     return None
+
+
+def _whole(value: Any, what: str, maximum: float = 2**63) -> int:
+    """A whole number of sacct's JSON (0 when unset)."""
+    number = json_number(value)
+    if number is None:
+        return 0
+    if not 0 <= number <= maximum:
+        raise ValueError(f"{what} {number!r}: not a number from 0 to {maximum:g}")
+    return int(number)
 
 
 def parse_sacct_json(data: Mapping[str, Any]) -> list[AcctRecord]:
@@ -165,16 +179,18 @@ def parse_sacct_json(data: Mapping[str, Any]) -> list[AcctRecord]:
     for job in jobs:
         array = job.get("array") or {}
         het = job.get("het") or {}
-        raw = str(job["job_id"])
+        raw = str(_whole(job["job_id"], "job_id"))
         task = json_number(array.get("task_id"))
-        task_text: int | str | None = int(task) if task is not None else (array.get("task") or None)
+        task_text: int | str | None = (
+            _whole(task, "array.task_id") if task is not None else (text_field(array, "task") or None)
+        )
         het_off = json_number(het.get("job_offset"))
         jid = job_id_text(
             raw,
-            int(json_number(array.get("job_id")) or 0),
+            _whole(array.get("job_id"), "array.job_id"),
             task_text,
-            int(json_number(het.get("job_id")) or 0),
-            int(het_off) if het_off is not None else None,
+            _whole(het.get("job_id"), "het.job_id"),
+            _whole(het_off, "het.job_offset") if het_off is not None else None,
         )
         state_block = job.get("state") or {}
         current = state_block.get("current")
@@ -185,17 +201,16 @@ def parse_sacct_json(data: Mapping[str, Any]) -> list[AcctRecord]:
         gpus = _tres_gpus(allocated)
         if gpus is None:
             gpus = _tres_gpus(tres.get("requested") or []) or 0
-        priority = json_number(job.get("priority"))
         out.append(
             AcctRecord(
                 id=jid,
                 raw_id=raw,
-                name=job.get("name") or "",
-                user=job.get("user") or "",
-                account=clean(job.get("account")),
-                partition=clean(job.get("partition")),
-                qos=clean(job.get("qos")),
-                priority=int(priority or 0),
+                name=text_field(job, "name"),
+                user=text_field(job, "user"),
+                account=clean(text_field(job, "account")),
+                partition=clean(text_field(job, "partition")),
+                qos=clean(text_field(job, "qos")),
+                priority=_whole(job.get("priority"), "priority", MAX_PRIORITY),
                 state=map_state(raw_state),
                 raw_state=raw_state,
                 submit=epoch_or_none(t.get("submission")),

@@ -26,6 +26,7 @@ from gpuq.backends.slurm.text import parse_sinfo_nodes, sinfo_format_arg
 from gpuq.backends.slurm.values import EPOCH, moment
 from gpuq.errors import Refused
 from gpuq.model import JobClass, Snapshot
+from gpuq.model.placement import mark_conflicts
 
 if TYPE_CHECKING:
     from gpuq.backends.slurm.backend import SlurmBackend
@@ -86,7 +87,10 @@ def take_snapshot(backend: SlurmBackend, *, ledger: bool) -> tuple[Snapshot, Las
         jobs=tuple(jobs),
         preemption_events=tuple(events),
     )
-    return snapshot, LastRead(read.raw_ids, read.restarts, wait, skipped)
+    # A placement Slurm shows only for a moment (a completing job's GPUs already given to the next
+    # job; nodes and jobs read a moment apart) is marked on the jobs, not refused: views show the
+    # mark and previews leave those jobs out.
+    return mark_conflicts(snapshot), LastRead(read.raw_ids, read.restarts, wait, skipped)
 
 
 def _history_records(

@@ -27,14 +27,15 @@ from gpuq.backends.slurm.jobs import (
     ClassKey,
     QueueRead,
     allocation_from,
+    checked_id,
     class_of,
     clean,
     job_id_text,
     map_state,
     parse_admin_comment,
 )
-from gpuq.backends.slurm.values import MOMENT_CACHE, expand_hostlist, text_moment, text_time
-from gpuq.model import Job, JobState, Node, NodeState
+from gpuq.backends.slurm.values import MOMENT_CACHE, expand_hostlist, text_moment, text_time, whole
+from gpuq.model import MAX_ID_LENGTH, MAX_JOB_GPUS, MAX_NODES, MAX_PRIORITY, Job, JobState, Node, NodeState
 
 __all__ = [
     "DELIM",
@@ -118,8 +119,26 @@ def _gpus(tres_alloc: str, per_job: str, per_node: str, nnodes: int) -> int:
         return n
     n = gpus_from_tres_per(per_node) if per_node and per_node != "N/A" else None
     if n is not None:
+        if n * max(1, nnodes) > MAX_JOB_GPUS:
+            raise ValueError(f"{n} GPUs per node on {nnodes} nodes: more GPUs than any cluster has")
         return n * max(1, nnodes)
     return 0
+
+
+#: the most restarts gpuq reads (Slurm keeps the count in 16 bits)
+_MAX_RESTARTS = 1_000_000
+
+
+def _restarts(text: str) -> int:
+    return int(text) if len(text) < 7 else whole(text, "Restarts", _MAX_RESTARTS)  # (the regex took digits)
+
+
+def _count(text: str, what: str, maximum: int, default: int) -> int:
+    """A count or priority Slurm printed; `default` for no number at all (``N/A``). The common
+    case, a short ASCII number, is converted in line by the callers: this is the careful path."""
+    if not text or not text[0].isdigit():
+        return default
+    return whole(text, what, maximum)
 
 
 _HOLDING = (JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING)
@@ -169,12 +188,17 @@ def parse_squeue_format(
          nodelist, comment) = f[:nbasic]  # fmt: skip
         extended = len(f) > nbasic + 1 and f[nbasic + 1] != ""
         if array_task == "N/A" and het_off == "N/A":
-            jid = raw_id
+            jid = raw_id if 0 < len(raw_id) <= MAX_ID_LENGTH else checked_id(raw_id)
         else:
             jid = job_id_text(raw_id, array_id, array_task, het_id, het_off)
         state = _STATES.get(state_s) or map_state(state_s)
         detail = details.get(raw_id) if details else None
-        gpus = _gpus(tres_alloc, per_job, per_node, int(nnodes_s) if nnodes_s.isdigit() else 1)
+        nnodes = (
+            int(nnodes_s)
+            if len(nnodes_s) < 6 and nnodes_s.isascii() and nnodes_s.isdigit()
+            else (_count(nnodes_s, "NumNodes", MAX_NODES, 1))
+        )
+        gpus = _gpus(tres_alloc, per_job, per_node, nnodes)
         allocation: dict[str, tuple[int | None, ...]] = NO_ALLOCATION
         pending = state is JobState.PENDING
         if not pending and state in _HOLDING:
@@ -205,7 +229,9 @@ def parse_squeue_format(
                 user,
                 account or user,
                 (partition or qos or "") if by_partition else (qos or partition or ""),
-                int(prio_s) if prio_s.isdigit() else 0,
+                int(prio_s)
+                if len(prio_s) < 16 and prio_s.isascii() and prio_s.isdigit()
+                else (_count(prio_s, "priority", MAX_PRIORITY, 0)),
                 state,
                 submit if submit is not None else _EPOCH,
                 eligible,
@@ -228,7 +254,7 @@ def parse_squeue_format(
         raw_ids[jid] = raw_id
         if extended:
             restarts_s = f[nbasic + 1]
-            restarts = int(restarts_s) if restarts_s != "0" and restarts_s.isdigit() else 0
+            restarts = _count(restarts_s, "RestartCnt", _MAX_RESTARTS, 0) if restarts_s != "0" else 0
         else:
             restarts = detail.restarts if detail else 0
             if not restarts_from_details:
@@ -379,7 +405,7 @@ def parse_scontrol_detail(text: str, *, starts: bool = False) -> dict[str, JobDe
         start = _START_RE.search(line) if starts and alloc else None
         out[jid] = JobDetail(
             allocation=alloc,
-            restarts=int(restarts.group(1)) if restarts else 0,
+            restarts=_restarts(restarts.group(1)) if restarts else 0,
             admin_comment=admin.group(1) if admin else "",
             preempt_eligible=text_time(eligible.group(1)) if eligible else None,
             start=text_time(start.group(1)) if start else None,
@@ -402,7 +428,7 @@ def parse_scontrol_jobs(text: str, class_key: ClassKey) -> QueueRead:
         jid = job_id_text(raw_id, f.get("ArrayJobId"), f.get("ArrayTaskId"), f.get("HetJobId"), f.get("HetJobOffset"))
         state = map_state(f.get("JobState", ""))
         tres = f.get("AllocTRES") if clean(f.get("AllocTRES")) else f.get("TRES") or f.get("ReqTRES", "")
-        nnodes = int(f.get("NumNodes", "1").split("-")[0] or 1)
+        nnodes = _count(f.get("NumNodes", "1").split("-")[0], "NumNodes", MAX_NODES, 1)
         gpus = _gpus(tres or "", f.get("TresPerJob", ""), f.get("TresPerNode", ""), nnodes)
         allocation: dict[str, tuple[int | None, ...]] = {}
         if state in (JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING):
@@ -420,7 +446,7 @@ def parse_scontrol_jobs(text: str, class_key: ClassKey) -> QueueRead:
                 user=user,
                 tenant=account or user,
                 job_class=class_of(class_key, qos, partition),
-                priority=int(f.get("Priority", "0") or 0),
+                priority=_count(f.get("Priority", "0"), "Priority", MAX_PRIORITY, 0),
                 state=state,
                 submit_time=text_moment(f.get("SubmitTime", "")) or _EPOCH,
                 eligible_time=text_moment(f.get("EligibleTime", "")),
@@ -439,7 +465,7 @@ def parse_scontrol_jobs(text: str, class_key: ClassKey) -> QueueRead:
             )
         )
         out.raw_ids[jid] = raw_id
-        restarts = int(f.get("Restarts", "0") or 0)
+        restarts = _count(f.get("Restarts", "0"), "Restarts", _MAX_RESTARTS, 0)
         if restarts:
             out.restarts[jid] = restarts
     return out
