@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from gpuq.cli.options import App, global_options, pass_app, watchable
-from gpuq.cli.render import emit_csv, emit_json, print_table
+from gpuq.cli.render import emit_csv, emit_json, fmt_time, print_table
 from gpuq.timefmt import format_time
 from gpuq.views.columns import GPUS
 from gpuq.views.gpus import GpuGrid, gpu_grid
@@ -62,7 +62,7 @@ def _table(app: App, grid: GpuGrid, total_gpus: int) -> None:
          tuple(FREE if job is None else job for job in g.slots), g.unindexed)  # fmt: skip
         for g in grid.nodes
     ]
-    title = f"{grid.cluster} at {format_time(grid.taken_at)}: {grid.busy}/{total_gpus} GPUs busy"
+    title = f"{grid.cluster} at {fmt_time(grid.taken_at)}: {grid.busy}/{total_gpus} GPUs busy"
     print_table(app, GPUS, rows, title=title, styles=_STYLES)
 
 

@@ -21,7 +21,7 @@ import click
 from gpuq.cli.csvsections import keyed_rows, section_rows
 from gpuq.cli.options import App, global_options, pass_app, watchable
 from gpuq.cli.preemptions import event_document
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, print_table, say
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say
 from gpuq.cli.sla import VERDICT_STYLES, VERDICTS
 from gpuq.timefmt import format_time
 from gpuq.views.changes import format_priority
@@ -101,7 +101,7 @@ def overview(app: App, top: int) -> None:
         return
     cap = view.capacity
     jobs = ", ".join(f"{count} {state}" for state, count in view.jobs.items())
-    say(app, (view.cluster, "bold"), f" ({view.backend}) at {format_time(view.taken_at)}: "
+    say(app, (view.cluster, "bold"), f" ({view.backend}) at {fmt_time(view.taken_at)}: "
         f"{cap.busy}/{cap.total} GPUs busy ({100 * cap.busy_share:.0f}%), {cap.free} free, "
         f"{cap.unavailable} down or draining; jobs: {jobs or 'none'}")  # fmt: skip
     say(app, "")
@@ -116,6 +116,6 @@ def overview(app: App, top: int) -> None:
     events = []
     for e in view.recent_preemptions:
         lost = e.gpu_seconds_lost
-        events.append((format_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
+        events.append((fmt_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
                        "-" if lost is None else f"{lost / 3600:.1f}", e.mode or "-"))  # fmt: skip
     print_table(app, OVERVIEW_EVENTS, events, title="Recent preemptions")

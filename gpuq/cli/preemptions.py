@@ -17,7 +17,7 @@ import click
 
 from gpuq.cli.csvsections import keyed_rows, section_rows
 from gpuq.cli.options import App, global_options, pass_app, watchable
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, print_table, say
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say
 from gpuq.timefmt import format_time
 from gpuq.views.columns import PREEMPTION_EVENTS, PREEMPTION_JOBS
 from gpuq.views.preemptions import LedgerEvent, LedgerView, ledger_view
@@ -74,15 +74,15 @@ def preemptions(app: App, limit: int) -> None:
         return
     jobs = [
         (r.job.id, r.job.user, r.job.tenant, r.job.job_class, r.job.state.value, str(r.last_24h), str(r.total),
-         f"{format_time(r.last)} ({fmt_duration(r.since_last_s)} ago)")  # fmt: skip
+         f"{fmt_time(r.last)} ({fmt_duration(r.since_last_s)} ago)")  # fmt: skip
         for r in view.jobs
     ]
     print_table(app, PREEMPTION_JOBS, jobs,
-                title=f"{view.cluster} at {format_time(view.taken_at)}: {len(view.jobs)} jobs preempted at least once")
+                title=f"{view.cluster} at {fmt_time(view.taken_at)}: {len(view.jobs)} jobs preempted at least once")
     events = []
     for e in view.events:
         lost = e.gpu_seconds_lost
-        events.append((format_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
+        events.append((fmt_time(e.time), e.victim, e.preemptor or "-", str(e.gpus),
                        "-" if lost is None else f"{lost / 3600:.2f}", e.mode or "-", e.reason or ""))  # fmt: skip
     say(app, "")
     print_table(app, PREEMPTION_EVENTS, events, title=f"last {len(view.events)} preemption events")

@@ -22,7 +22,7 @@ from gpuq.cli.options import (
     pass_app,
     watchable,
 )
-from gpuq.cli.render import emit_csv, emit_json_bytes, fmt_duration, print_table
+from gpuq.cli.render import emit_csv, emit_json_bytes, fmt_duration, fmt_time, print_table
 from gpuq.model import Job
 from gpuq.timefmt import format_time
 from gpuq.views.changes import format_priority
@@ -112,7 +112,7 @@ def _table(app: App, view: QueueView) -> None:
         for row in rows
         for job in (row.job,)
     ]
-    print_table(app, QUEUE, cells, title=f"{view.cluster} at {format_time(view.taken_at)}: {shown}",
+    print_table(app, QUEUE, cells, title=f"{view.cluster} at {fmt_time(view.taken_at)}: {shown}",
                 styles=_STATE_STYLES)  # fmt: skip
 
 

@@ -102,7 +102,12 @@ def say(app: App, *parts: str | tuple[str, str | None]) -> None:
 
 
 def fmt_time(moment: datetime | float | None) -> str:
-    return "-" if moment is None else format_time(moment)
+    """A time as tables and messages show it: to the second (JSON and CSV keep the fraction)."""
+    if moment is None:
+        return "-"
+    if isinstance(moment, datetime):
+        return format_time(moment.replace(microsecond=0))
+    return format_time(float(int(moment)))
 
 
 def fmt_duration(seconds: float | None) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import click
 
 from gpuq.cli.options import App, global_options, pass_app, watchable
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, print_table
-from gpuq.timefmt import format_time, parse_duration
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table
+from gpuq.timefmt import parse_duration
 from gpuq.views.columns import SLA
 from gpuq.views.sla import sla_view
 
@@ -55,12 +55,12 @@ def sla(app: App, since: float | None) -> None:
     if app.output == "csv":
         emit_csv(("class", *_FIELDS), ([r.name, *(getattr(r.stats, f) for f in _FIELDS)] for r in view.rows))
         return
-    window = f"since {format_time(view.report.since)}" if view.report.since is not None else "all jobs"
+    window = f"since {fmt_time(view.report.since)}" if view.report.since is not None else "all jobs"
     rows = []
     for row in view.rows:
         s = row.stats
         durations = (s.p50_s, s.p95_s, s.p99_s, s.max_s, s.p95_incl_pending_s, s.target_p95_s)
         rows.append((row.name, str(s.count), str(s.pending), *(fmt_duration(d) for d in durations),
                      VERDICTS[row.verdict]))  # fmt: skip
-    print_table(app, SLA, rows, title=f"{view.cluster} at {format_time(view.taken_at)}: queue waits, {window}",
+    print_table(app, SLA, rows, title=f"{view.cluster} at {fmt_time(view.taken_at)}: queue waits, {window}",
                 styles=VERDICT_STYLES)  # fmt: skip

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from gpuq.errors import NotFound, Refused
 from gpuq.policy.config import Mode
 from gpuq.sim.convert import Why, for_job
-from gpuq.sim.events import FINISH
 from gpuq.sim.jobs import CANCELLED, COMPLETED, FUTURE, PENDING, RUNNING, SUSPENDED, SimJob, on_grid, preemption
 from gpuq.sim.victims import Choice, scan
 from gpuq.timefmt import format_time
@@ -210,14 +209,4 @@ def _unhold(sim: Simulator, job: SimJob) -> None:
     job.gpu_s += used
     sim.closed_gpu_s += used
     job.place = tuple((sim.gpus.index[node], len(idx)) for node, idx in job.alloc.items())
-    job.state = RUNNING
-    job.run_start = now
-    job.epoch += 1
-    sim.push(now + (job.duration - job.done), FINISH, job, job.epoch)
-    sim.running[job.id] = job
-    if job.ckpt is not None:
-        sim.ckpt_running += 1
-    sim.arm(job)
-    sim.rver += 1
-    if sim.trace is not None:
-        sim.trace.append((now, "start", job.id, None))
+    sim.set_running(job)

@@ -385,7 +385,6 @@ class Simulator:
             self._start(job, placement)
 
     def _start(self, job: SimJob, placement: list[tuple[int, list[int]]]) -> None:
-        now = self.now
         self.queue.remove(job)
         job.alloc = self.gpus.take(placement)
         if len(placement) == 1:  # (the common case, without building a list)
@@ -393,6 +392,12 @@ class Simulator:
             job.place = ((node_index, len(indexes)),)
         else:
             job.place = tuple([(i, len(idx)) for i, idx in placement])
+        self.set_running(job)
+
+    def set_running(self, job: SimJob) -> None:
+        """Start a run of `job` now on the GPUs it holds (`alloc`, `place` set): its finish event,
+        its victim numbers, the running set. Also an operator's resume (`actions`)."""
+        now = self.now
         job.state = RUNNING
         job.run_start = now
         job.drain_until = None
