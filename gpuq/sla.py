@@ -18,7 +18,11 @@ from gpuq.model import Job, JobState, Snapshot, from_epoch
 from gpuq.policy.config import Policy
 from gpuq.timefmt import format_time
 
-__all__ = ["SlaReport", "WaitStats", "nearest_rank", "sla_report", "wait_stats"]
+__all__ = ["AT_RISK_SHARE", "SlaReport", "WaitStats", "class_verdict", "nearest_rank", "sla_report", "wait_stats"]
+
+#: A wait past this share of its class's P95 target is at risk of breaching it (a job's wait, or
+#: a class's P95 with its pending jobs counted).
+AT_RISK_SHARE = 0.8
 
 
 def nearest_rank(sorted_values: Sequence[float], q: float) -> float | None:
@@ -125,3 +129,14 @@ def sla_report(
         classes[name] = wait_stats(s, p, target)
     overall = wait_stats(all_started, all_pending, None)
     return SlaReport(since=since, overall=overall, classes=classes)
+
+
+def class_verdict(stats: WaitStats) -> str:
+    """``breach``; ``at_risk`` from `AT_RISK_SHARE` of the target on (pending jobs counted);
+    ``ok``; or ``""`` for a class without a target."""
+    target = stats.target_p95_s
+    if target is None:
+        return ""
+    if stats.breach:
+        return "breach"
+    return "at_risk" if (stats.p95_incl_pending_s or 0.0) >= AT_RISK_SHARE * target else "ok"

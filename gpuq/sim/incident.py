@@ -17,12 +17,9 @@ from gpuq.model import JobState, Snapshot
 from gpuq.policy.config import Policy
 from gpuq.policy.engine import plan_preemption, request_for_job
 from gpuq.policy.order import pending_order
-from gpuq.sla import sla_report
+from gpuq.sla import class_verdict, sla_report
 
-__all__ = ["AT_RISK_SHARE", "RECENT_S", "TOP_PENDING", "shows_incident"]
-
-#: a class counts as at risk from this share of its P95 target on
-AT_RISK_SHARE = 0.8
+__all__ = ["RECENT_S", "TOP_PENDING", "shows_incident"]
 #: a preemption this recent counts
 RECENT_S = 3600.0
 #: how many of the top pending jobs the overview shows (and this looks at)
@@ -38,10 +35,7 @@ def shows_incident(snapshot: Snapshot, policy: Policy) -> bool:
     if not any(now - event.time.timestamp() < RECENT_S for event in snapshot.preemption_events):
         return False
     report = sla_report(snapshot, policy, now)
-    if not any(
-        s.target_p95_s and (s.breach or (s.p95_incl_pending_s or 0.0) >= AT_RISK_SHARE * s.target_p95_s)
-        for s in report.classes.values()
-    ):
+    if not any(class_verdict(s) in ("breach", "at_risk") for s in report.classes.values()):
         return False
     top = sorted(pending, key=pending_order(snapshot, policy, now))[:TOP_PENDING]
     return any(plan_preemption(snapshot, policy, request_for_job(job), now).would_preempt for job in top)

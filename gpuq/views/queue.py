@@ -13,6 +13,7 @@ from gpuq.errors import BadInput
 from gpuq.model import DAY_S, QUEUED_STATES, Job, JobClass, JobState, Snapshot, job_id_key
 from gpuq.policy.rules import effective_priority
 from gpuq.service import Cluster
+from gpuq.sla import AT_RISK_SHARE
 
 __all__ = [
     "DEFAULT_SORT",
@@ -50,8 +51,6 @@ SLURM_STATES: dict[str, JobState] = {
     "PR": _PR, "PREEMPTED": _PR,
     "TO": _TO, "TIMEOUT": _TO, "DL": _TO, "DEADLINE": _TO,
 }  # fmt: skip
-#: A wait past this share of its class's P95 target puts the job at risk of breaching it.
-AT_RISK_SHARE = 0.8
 
 
 class SlaStatus(StrEnum):

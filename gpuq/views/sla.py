@@ -8,7 +8,7 @@ from datetime import datetime
 from gpuq.model import Snapshot
 from gpuq.service import Cluster
 from gpuq.sla import SlaReport, WaitStats
-from gpuq.views.queue import AT_RISK_SHARE
+from gpuq.sla import class_verdict as verdict
 
 __all__ = ["SlaRow", "SlaView", "sla_view", "verdict"]
 
@@ -21,17 +21,6 @@ class SlaRow:
     @property
     def verdict(self) -> str:
         return verdict(self.stats)
-
-
-def verdict(stats: WaitStats) -> str:
-    """``breach``; ``at_risk`` from `AT_RISK_SHARE` of the target on (pending jobs counted);
-    ``ok``; or ``""`` for a class without a target."""
-    target = stats.target_p95_s
-    if target is None:
-        return ""
-    if stats.breach:
-        return "breach"
-    return "at_risk" if (stats.p95_incl_pending_s or 0.0) >= AT_RISK_SHARE * target else "ok"
 
 
 @dataclass(frozen=True, slots=True)
