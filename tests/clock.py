@@ -1,4 +1,5 @@
-"""Clocks for tests: a ticking clock anchored at a chosen instant, and the real wall clock.
+"""Clocks for tests: a fixed clock a test moves by hand, a ticking clock anchored at a chosen
+instant, and the real wall clock.
 
 Code under test takes its clock as an argument (`clock=`); tests pass one of these so that what
 they assert never depends on today's date. `real_time` is the wall clock that programs started in
@@ -29,3 +30,13 @@ class TickingClock:
 
     def __call__(self) -> float:
         return self.start + (time.monotonic() - self._origin)
+
+
+class FixedClock:
+    """Epoch seconds that stand still at `now` until the test moves them (`clock.now += 10`)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -13,19 +13,12 @@ from gpuq.backends.demo import DEFAULT_SPEED, INCIDENT_STEP_S, INCIDENT_STEPS, M
 from gpuq.errors import BadInput, JobChanged, NotFound, Refused
 from gpuq.model import JobState, Snapshot, from_epoch
 from gpuq.policy.config import Mode
+from tests.clock import FixedClock
 
 T0 = 1_800_000_000.0
 
 
-class FakeClock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _backend(tmp_path: Path, clock: FakeClock, **kwargs: object) -> DemoBackend:
+def _backend(tmp_path: Path, clock: FixedClock, **kwargs: object) -> DemoBackend:
     return DemoBackend(state_dir=tmp_path, clock=clock, **kwargs)  # type: ignore[arg-type]
 
 
@@ -46,7 +39,7 @@ def _jobs(snap: Snapshot, state: JobState) -> list[str]:
 
 
 def test_first_call_creates_a_busy_cluster_and_persists_it(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     backend = _backend(tmp_path, clock)
     caps = backend.capabilities
     assert backend.name == "demo" and not caps.native_preview
@@ -68,7 +61,7 @@ def test_first_call_creates_a_busy_cluster_and_persists_it(tmp_path: Path) -> No
 
 
 def test_simulated_clock_runs_at_speed(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     t1 = _backend(tmp_path, clock).snapshot().now  # the first look
     clock.now += 10
     assert _backend(tmp_path, clock).snapshot().now == t1 + 10 * DEFAULT_SPEED
@@ -81,14 +74,14 @@ def test_simulated_clock_runs_at_speed(tmp_path: Path) -> None:
 
 
 def test_long_absence_replays_at_most_the_catch_up_window(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     t1 = _backend(tmp_path, clock).snapshot().now
     clock.now += 365 * 86400
     assert _backend(tmp_path, clock).snapshot().now == t1 + MAX_CATCHUP_S
 
 
 def test_same_seed_same_cluster_other_seed_starts_afresh(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     a = _backend(tmp_path / "a", clock, seed=7).snapshot()
     b = _backend(tmp_path / "b", clock, seed=7).snapshot()
     assert a == b
@@ -100,7 +93,7 @@ def test_same_seed_same_cluster_other_seed_starts_afresh(tmp_path: Path) -> None
 
 
 def test_bump_persists_and_takes_effect(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     snap = _backend(tmp_path, clock).snapshot()
     target = max(snap.jobs, key=lambda j: (j.state is JobState.RUNNING, j.start_time or 0)).id
     result = do_bump(_backend(tmp_path, clock), target, 4242)
@@ -111,7 +104,7 @@ def test_bump_persists_and_takes_effect(tmp_path: Path) -> None:
 
 
 def test_urgent_bump_of_a_pending_job_preempts(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     backend = _backend(tmp_path, clock)
     for _ in range(40):  # find a moment with a job waiting for GPUs
         pending = [j for j in backend.snapshot().jobs if j.state is JobState.PENDING]
@@ -131,7 +124,7 @@ def test_urgent_bump_of_a_pending_job_preempts(tmp_path: Path) -> None:
 
 
 def test_dry_runs_change_nothing(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     backend = _backend(tmp_path, clock)
     snap = backend.snapshot()
     running = _jobs(snap, JobState.RUNNING)[0]
@@ -148,7 +141,7 @@ def test_dry_runs_change_nothing(tmp_path: Path) -> None:
 
 
 def test_a_job_changed_since_the_plan_is_refused_and_nothing_is_done(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     backend = _backend(tmp_path, clock)
     running = _jobs(backend.snapshot(), JobState.RUNNING)[0]
     plan = backend.prepare_bump(running, PriorityChange(to=4321), reason="")
@@ -160,7 +153,7 @@ def test_a_job_changed_since_the_plan_is_refused_and_nothing_is_done(tmp_path: P
 
 
 def test_a_relative_bump_is_computed_when_applied(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     backend = _backend(tmp_path, clock)
     running = _jobs(backend.snapshot(), JobState.RUNNING)[0]
     first = backend.prepare_bump(running, PriorityChange(by=10), reason="")
@@ -172,7 +165,7 @@ def test_a_relative_bump_is_computed_when_applied(tmp_path: Path) -> None:
 
 
 def test_exempt_and_preempt(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     backend = _backend(tmp_path, clock)
     snap = backend.snapshot()
     running = _jobs(snap, JobState.RUNNING)
@@ -190,7 +183,7 @@ def test_exempt_and_preempt(tmp_path: Path) -> None:
 
 
 def test_bad_targets(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     backend = _backend(tmp_path, clock)
     snap = backend.snapshot()
     with pytest.raises(NotFound, match="^no job 123 on cluster demo$"):
@@ -207,7 +200,7 @@ def test_bad_targets(tmp_path: Path) -> None:
 
 
 def test_named_clusters_are_separate(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     lab = _backend(tmp_path, clock, cluster="lab").snapshot()
     assert lab.cluster == "lab" and (tmp_path / "demo-lab.json").exists()
     with pytest.raises(NotFound, match="no job 1 on cluster lab"):
@@ -215,7 +208,7 @@ def test_named_clusters_are_separate(tmp_path: Path) -> None:
 
 
 def test_reset_starts_a_fresh_cluster(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     backend = _backend(tmp_path, clock)
     fresh = backend.snapshot()
     running = _jobs(fresh, JobState.RUNNING)[0]
@@ -225,7 +218,7 @@ def test_reset_starts_a_fresh_cluster(tmp_path: Path) -> None:
 
 
 def test_concurrent_calls_do_not_lose_actions(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     running = _jobs(_backend(tmp_path, clock).snapshot(), JobState.RUNNING)[:6]
     errors: list[BaseException] = []
 

@@ -24,19 +24,12 @@ from gpuq.errors import BadInput, PermissionDenied
 from gpuq.model import JobState
 from gpuq.policy.config import Mode
 from gpuq.service import Cluster
+from tests.clock import FixedClock
 
 T0 = 1_800_000_000.0
 
 
-class FakeClock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _backend(state: Path, clock: FakeClock) -> DemoBackend:
+def _backend(state: Path, clock: FixedClock) -> DemoBackend:
     return DemoBackend(state_dir=state, clock=clock)
 
 
@@ -97,7 +90,7 @@ def _read_only(monkeypatch: pytest.MonkeyPatch, state: Path) -> None:
 def test_disk_full_while_saving_an_action_leaves_nothing_half_done(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     state = tmp_path / "state"
     backend = _backend(state, clock)
     job = _running(backend)
@@ -119,7 +112,7 @@ def test_disk_full_while_saving_an_action_leaves_nothing_half_done(
 
 
 def test_disk_full_while_saving_a_read_still_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     state = tmp_path / "state"
     first = _backend(state, clock).snapshot()
     saved = (state / "demo-demo.json").read_bytes()
@@ -136,7 +129,7 @@ def test_disk_full_while_saving_a_read_still_answers(tmp_path: Path, monkeypatch
 def test_read_only_state_dir_reads_work_and_actions_say_why_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = FakeClock()
+    clock = FixedClock(T0)
     state = tmp_path / "state"
     job = _running(_backend(state, clock))
     saved = (state / "demo-demo.json").read_bytes()
@@ -174,7 +167,7 @@ def test_a_corrupt_state_file_is_reported_and_kept(tmp_path: Path, content: byte
     state.mkdir()
     path = state / "demo-demo.json"
     path.write_bytes(content)
-    backend = _backend(state, FakeClock())
+    backend = _backend(state, FixedClock(T0))
     with pytest.raises(BadInput, match=rf"^{path}: cannot use the demo cluster's saved state: .*{why}") as caught:
         backend.snapshot()
     assert f"`rm {path}`" in str(caught.value) and "delete or move it" in str(caught.value)
@@ -188,7 +181,7 @@ def test_a_corrupt_state_file_is_reported_and_kept(tmp_path: Path, content: byte
 
 def test_an_unreadable_state_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     state = tmp_path / "state"
-    _backend(state, FakeClock()).snapshot()
+    _backend(state, FixedClock(T0)).snapshot()
     real = Path.read_bytes
 
     def denied(self: Path) -> bytes:
@@ -198,4 +191,4 @@ def test_an_unreadable_state_file_is_reported(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(Path, "read_bytes", denied)
     with pytest.raises(PermissionDenied, match=r"demo-demo.json: cannot read the demo cluster's state"):
-        _backend(state, FakeClock()).snapshot()
+        _backend(state, FixedClock(T0)).snapshot()

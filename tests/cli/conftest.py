@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -154,6 +155,28 @@ def gpuq(clock: TickingClock) -> Runner:
         return CliRunner().invoke(cli, list(args), prog_name="gpuq", input=input, obj=Injected(clock=clock))
 
     return run
+
+
+#: A fresh demo cluster whose slow clock keeps it still between the calls of one test (1 simulated
+#: second per 100 s).
+DEMO_STILL = ("--seed", "7", "--speed", "0.01")
+
+
+@pytest.fixture
+def demo(gpuq: Runner) -> Runner:
+    """`gpuq` on the still demo cluster (`DEMO_STILL`)."""
+
+    def run(*args: str) -> Result:
+        return gpuq(*args, *DEMO_STILL)
+
+    return run
+
+
+def json_doc(result: Result) -> dict[str, Any]:
+    """A command's JSON document, after asserting it exited 0."""
+    assert result.exit_code == 0, (result.output, result.exception)
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
 
 
 @pytest.fixture

@@ -7,34 +7,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import Result
 
+from tests.cli.conftest import json_doc
+
 Run = Callable[..., Result]
-# A slow clock keeps the cluster still between the calls of one test (1 simulated s per 100 s).
-STILL = ("--seed", "7", "--speed", "0.01")
-
-
-@pytest.fixture
-def demo(gpuq: Run) -> Run:
-    def run(*args: str) -> Result:
-        return gpuq(*args, *STILL)
-
-    return run
-
-
-def _doc(result: Result) -> dict[str, Any]:
-    assert result.exit_code == 0, (result.output, result.exception)
-    doc: dict[str, Any] = json.loads(result.stdout)
-    return doc
 
 
 def _jobs(demo: Run, *args: str) -> list[dict[str, Any]]:
-    return list(_doc(demo("queue", "-o", "json", *args))["jobs"])
+    return list(json_doc(demo("queue", "-o", "json", *args))["jobs"])
 
 
 def test_default_backend_is_demo(gpuq: Run, xdg: dict[str, Path]) -> None:
-    doc = _doc(gpuq("queue", "-o", "json"))
+    doc = json_doc(gpuq("queue", "-o", "json"))
     assert doc["cluster"] == "demo"
     assert doc["jobs"], "the demo cluster should have work queued or running"
     # Its state lives under the (private) XDG state dir, nowhere else.
@@ -47,7 +32,7 @@ def test_read_commands_work(demo: Run) -> None:
         assert result.exit_code == 0, (args, result.output)
     snap = json.loads(demo("snapshot").stdout)
     assert snap["format"] == "gpuq.snapshot/v1"
-    grid = _doc(demo("gpus", "-o", "json"))
+    grid = json_doc(demo("gpus", "-o", "json"))
     # No GPU is double-booked: each job id appears on a slot at most as often as it has GPUs there.
     for node in grid["nodes"]:
         held = [s["job"] for s in node["slots"] if s["job"] is not None]
@@ -60,9 +45,9 @@ def test_bump_persists_between_invocations(demo: Run) -> None:
     job_id = pending[-1]["id"]
     result = demo("bump", job_id, "--to", "4321", "--reason", "test", "--yes")
     assert result.exit_code == 0, result.output
-    after = _doc(demo("job", job_id, "-o", "json"))
+    after = json_doc(demo("job", job_id, "-o", "json"))
     assert after["job"]["priority"] == 4321
-    audit = _doc(demo("audit", "-o", "json"))
+    audit = json_doc(demo("audit", "-o", "json"))
     assert audit["records"][-1]["target"] == job_id
     assert audit["records"][-1]["result"] == "ok"
 
@@ -72,12 +57,12 @@ def test_exempt_and_preempt(demo: Run) -> None:
     assert len(running) >= 2, "the demo on the test clock runs jobs"
     first, second = running[0]["id"], running[1]["id"]
     assert demo("exempt", first, "--for", "2h", "--yes").exit_code == 0
-    assert _doc(demo("job", first, "-o", "json"))["job"]["exempt_until"] is not None
+    assert json_doc(demo("job", first, "-o", "json"))["job"]["exempt_until"] is not None
     refused = demo("preempt", first, "--yes")
     assert refused.exit_code == 1
     done = demo("preempt", second, "--mode", "requeue", "--yes")
     assert done.exit_code == 0, done.output
-    job = _doc(demo("job", second, "-o", "json"))["job"]
+    job = json_doc(demo("job", second, "-o", "json"))["job"]
     assert job["state"] != "running" or job["preemptions"] > running[1]["preemptions"]
 
 

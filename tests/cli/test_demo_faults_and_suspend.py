@@ -8,45 +8,30 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import Result
 
 from gpuq.backends import demo as demo_module
+from tests.cli.conftest import json_doc
 
 Run = Callable[..., Result]
-STILL = ("--seed", "7", "--speed", "0.01")  # (a slow clock: the cluster stands still meanwhile)
-
-
-@pytest.fixture
-def demo(gpuq: Run) -> Run:
-    def run(*args: str) -> Result:
-        return gpuq(*args, *STILL)
-
-    return run
-
-
-def _doc(result: Result) -> dict[str, Any]:
-    assert result.exit_code == 0, (result.output, result.exception)
-    doc: dict[str, Any] = json.loads(result.stdout)
-    return doc
 
 
 def _slots(demo: Run, job_id: str) -> set[tuple[str, int]]:
-    grid = _doc(demo("gpus", "-o", "json"))
+    grid = json_doc(demo("gpus", "-o", "json"))
     return {(node["name"], slot["index"]) for node in grid["nodes"] for slot in node["slots"] if slot["job"] == job_id}
 
 
 def test_a_suspended_job_keeps_its_gpus_until_resumed(demo: Run) -> None:
-    running = [j for j in _doc(demo("queue", "-o", "json", "--state", "running"))["jobs"] if not j["exempt_until"]]
+    running = [j for j in json_doc(demo("queue", "-o", "json", "--state", "running"))["jobs"] if not j["exempt_until"]]
     job_id = running[0]["id"]
     held = _slots(demo, job_id)
     assert held
     done = demo("preempt", job_id, "--mode", "suspend", "--yes")
     assert done.exit_code == 0, done.output
     assert f"holding its GPUs until `gpuq resume {job_id}`" in done.stdout
-    suspended = _doc(demo("queue", "-o", "json", "--state", "suspended"))["jobs"]
+    suspended = json_doc(demo("queue", "-o", "json", "--state", "suspended"))["jobs"]
     assert [j["id"] for j in suspended] == [job_id]
     assert {(n, i) for n, idx in suspended[0]["allocation"].items() for i in idx} == held
     assert _slots(demo, job_id) == held  # nobody else got them
@@ -56,11 +41,11 @@ def test_a_suspended_job_keeps_its_gpus_until_resumed(demo: Run) -> None:
     assert f"suspended, holding its GPUs; `gpuq resume {job_id}` runs it again" in demo("job", job_id).stdout
     # A dry run changes nothing; the resume runs it again on the very same GPUs.
     assert demo("resume", job_id, "--dry-run").exit_code == 0
-    assert [j["id"] for j in _doc(demo("queue", "-o", "json", "--state", "suspended"))["jobs"]] == [job_id]
+    assert [j["id"] for j in json_doc(demo("queue", "-o", "json", "--state", "suspended"))["jobs"]] == [job_id]
     resumed = demo("resume", job_id, "--yes")
     assert resumed.exit_code == 0, resumed.output
     assert "state: suspended -> running" in resumed.stdout
-    job = _doc(demo("job", job_id, "-o", "json"))["job"]
+    job = json_doc(demo("job", job_id, "-o", "json"))["job"]
     assert job["state"] == "running"
     assert _slots(demo, job_id) == held
     again = demo("resume", job_id, "--yes")
@@ -68,12 +53,12 @@ def test_a_suspended_job_keeps_its_gpus_until_resumed(demo: Run) -> None:
 
 
 def test_resume_without_a_terminal_needs_yes(demo: Run) -> None:
-    running = _doc(demo("queue", "-o", "json", "--state", "running"))["jobs"]
+    running = json_doc(demo("queue", "-o", "json", "--state", "running"))["jobs"]
     job_id = running[-1]["id"]
     assert demo("preempt", job_id, "--mode", "suspend", "--yes").exit_code == 0
     result = demo("resume", job_id)
     assert result.exit_code == 1 and "pass --yes" in result.stderr
-    assert [j["id"] for j in _doc(demo("queue", "-o", "json", "--state", "suspended"))["jobs"]] == [job_id]
+    assert [j["id"] for j in json_doc(demo("queue", "-o", "json", "--state", "suspended"))["jobs"]] == [job_id]
 
 
 @pytest.mark.parametrize(
@@ -92,7 +77,7 @@ def test_bad_what_if_previews_are_refused(demo: Run, args: tuple[str, ...], mess
 
 
 def test_exempt_off_on_a_job_that_is_not_exempt_says_so(demo: Run, xdg: dict[str, Path]) -> None:
-    job = next(j for j in _doc(demo("queue", "-o", "json"))["jobs"] if not j["exempt_until"])
+    job = next(j for j in json_doc(demo("queue", "-o", "json"))["jobs"] if not j["exempt_until"])
     result = demo("exempt", job["id"], "--off")  # no terminal, no --yes: nothing to confirm
     assert result.exit_code == 0, result.output
     assert f"job {job['id']} is not exempt: there was no exemption to lift; nothing changed" in result.stdout
@@ -114,7 +99,7 @@ def test_a_corrupt_state_file_is_reported_not_replaced(demo: Run, xdg: dict[str,
 
 
 def test_a_full_disk_fails_an_action_cleanly(demo: Run, monkeypatch: pytest.MonkeyPatch, xdg: dict[str, Path]) -> None:
-    running = _doc(demo("queue", "-o", "json", "--state", "running"))["jobs"]
+    running = json_doc(demo("queue", "-o", "json", "--state", "running"))["jobs"]
     job_id = running[0]["id"]
     real = os.fsync
 
@@ -129,15 +114,15 @@ def test_a_full_disk_fails_an_action_cleanly(demo: Run, monkeypatch: pytest.Monk
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith(f"gpuq: error: cannot bump job {job_id}: saving the demo cluster's state to ")
     assert "No space left on device" in result.stderr and "nothing was done" in result.stderr
-    assert _doc(demo("job", job_id, "-o", "json"))["job"]["priority"] != 4242
-    doc = _doc(demo("audit", "-o", "json"))
+    assert json_doc(demo("job", job_id, "-o", "json"))["job"]["priority"] != 4242
+    doc = json_doc(demo("audit", "-o", "json"))
     assert doc["path"] == str(xdg["state"] / "gpuq" / "audit.jsonl")
     last = doc["records"][-1]  # applied? no: the outcome says it failed
     assert (last["action"], last["target"], last["result"], last["exit_code"]) == ("bump", job_id, "error", 1)
 
 
 def test_the_audit_table_shows_a_no_op_as_such(demo: Run) -> None:
-    job = next(j for j in _doc(demo("queue", "-o", "json"))["jobs"] if not j["exempt_until"])
+    job = next(j for j in json_doc(demo("queue", "-o", "json"))["jobs"] if not j["exempt_until"])
     assert demo("exempt", job["id"], "--off").exit_code == 0
     table = demo("audit")
     assert table.exit_code == 0
