@@ -21,7 +21,6 @@ import pytest
 from gpuq.backends.base import PriorityChange
 from gpuq.backends.slurm import SlurmBackend
 from gpuq.backends.slurm.config import assoc_mgr_qos_digest
-from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.backends.slurm.history import OVERLAP_S, HistoryCache
 from gpuq.backends.slurm.runner import Cancelled, CancelToken, Runner
 from gpuq.backends.slurm.values import text_time
@@ -60,8 +59,16 @@ case "$1 $2" in
 esac
 exec "$(dirname "$0")/scontrol-orig" "$@"
 """
+# FAKE_SQUEUE_AFTER_SACCT=n: squeue answers only once sacct has started more than n times (at most
+# 10 s), so a test of the stopped read knows sacct was running when it was stopped.
 SQUEUE = """#!/bin/bash
 echo "squeue $*" >> "$FAKE_LOG"
+if [ -n "${FAKE_SQUEUE_AFTER_SACCT:-}" ]; then
+  for _ in $(seq 100); do
+    [ "$(cat "$FAKE_SACCT_PIDS" 2>/dev/null | wc -l)" -gt "$FAKE_SQUEUE_AFTER_SACCT" ] && break
+    sleep 0.1
+  done
+fi
 cat "$FAKE_SQUEUE_FILE"
 """
 SACCT = """#!/bin/bash
@@ -352,14 +359,13 @@ def _timed(backend: SlurmBackend, *, ledger: bool) -> tuple[float, Any]:
     return time.monotonic() - started, snap
 
 
-def test_unchanged_queue_does_not_wait_for_sacct(stand: Stand, capfd: pytest.CaptureFixture[str]) -> None:
+def test_unchanged_queue_does_not_wait_for_sacct(
+    stand: Stand, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = _warm(stand)
-    # Forget the kept GPU indexes: the queue read then reads them (as on a first read), which gives
-    # sacct the time to start before it is stopped (with them kept it may not start at all).
-    path = SlurmDiskCache("").path
-    data = json.loads(path.read_text())
-    data["queue"]["held"] = {}
-    path.write_text(json.dumps(data))
+    # squeue answers once the due sacct has started (on a loaded machine it could otherwise be
+    # stopped before its first line ran, or never started), so the stop below is of a running sacct.
+    monkeypatch.setenv("FAKE_SQUEUE_AFTER_SACCT", str(len(stand.sacct_pids())))
     backend = revalidation_backend()
     took, snap = _timed(backend, ledger=False)
     assert took < 3, took  # not the 5 s sacct
