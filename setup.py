@@ -1,6 +1,8 @@
-"""Build hook: compile the simulator's event loop with mypyc when a C compiler is at hand.
+"""Build hook: compile the simulator's event loop with mypyc when a C compiler is at hand, and
+carry the console's built-in themes (top-level `themes/*.toml`) into the package.
 
-Everything is declared in pyproject.toml; this file only adds the optional native modules.
+Everything is declared in pyproject.toml; this file only adds the optional native modules and
+the themes' copy.
 gpuq works the same without them (the very same sources, interpreted); compiled, the
 simulator processes events about twice as fast (benchmarks/README.md). The build never fails
 for want of a compiler: it says so and installs the pure-Python package.
@@ -14,12 +16,14 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 
@@ -64,6 +68,21 @@ class OptionalBuildExt(build_ext):
             out.write_text(record + "\n")
 
 
+class BuildPyWithThemes(build_py):
+    """Copy `themes/*.toml` to `gpuq/tui/builtin_themes/` in the build: an installed gpuq has no
+    source tree to find them in (gpuq.tui.themes.builtin_dir). An editable install reads the
+    source tree's `themes/` and gets no copy."""
+
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        target = Path(self.build_lib) / "gpuq" / "tui" / "builtin_themes"
+        target.mkdir(parents=True, exist_ok=True)
+        for theme in sorted((ROOT / "themes").glob("*.toml")):
+            shutil.copyfile(theme, target / theme.name)
+
+
 def _native_extensions() -> list[Any]:
     if os.environ.get(PURE_ENV) == "1":
         return []
@@ -82,4 +101,4 @@ def _native_extensions() -> list[Any]:
     return extensions
 
 
-setup(ext_modules=_native_extensions(), cmdclass={"build_ext": OptionalBuildExt})
+setup(ext_modules=_native_extensions(), cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithThemes})

@@ -14,6 +14,13 @@ preemption.delta = 10
 [backends.slurm]          # options for a backend wherever it is used
 urgent_qos = "urgent"
 
+[console]                 # the live console (`gpuq tui`)
+refresh = 2               # seconds between refreshes, 1 to 3600
+theme = "dark"            # dark | light | high-contrast | colorblind, or a user theme's name
+read_only = false         # true: every action is disabled (same as `gpuq tui --read-only`)
+[console.keys]            # rebind console actions: action id = "key" or "key1,key2"
+bump = "B"
+
 [clusters.prod]           # one table per cluster; --cluster prod selects it
 backend = "slurm"         # required unless the top-level `backend` applies
 policy_file = "/etc/gpuq/prod-policy.toml"   # or [clusters.prod.policy]
@@ -29,6 +36,7 @@ Policy resolution: `--policy FILE`, else the cluster's policy, else the top-leve
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,8 +50,12 @@ from gpuq.policy.config import DEFAULT_POLICY, Policy, PolicyKeyError, policy_fr
 
 __all__ = [
     "OUTPUT_FORMATS",
+    "REFRESH_DEFAULT_S",
+    "REFRESH_MAX_S",
+    "REFRESH_MIN_S",
     "ClusterConfig",
     "Config",
+    "ConsoleConfig",
     "PolicySource",
     "TomlDocument",
     "load_config",
@@ -55,7 +67,10 @@ __all__ = [
 OUTPUT_FORMATS = ("table", "wide", "json", "csv")
 DEFAULT_BACKEND = "demo"
 
-_TOP_KEYS = {"backend", "cluster", "output", "color", "policy_file", "policy", "backends", "clusters"}
+_TOP_KEYS = {"backend", "cluster", "output", "color", "policy_file", "policy", "console", "backends", "clusters"}
+_CONSOLE_KEYS = {"refresh", "theme", "read_only", "keys"}
+#: `[console] refresh` bounds (seconds): a floor of 1 s keeps a console from hammering a scheduler
+REFRESH_MIN_S, REFRESH_MAX_S, REFRESH_DEFAULT_S = 1.0, 3600.0, 2.0
 _CLUSTER_RESERVED = {"backend", "policy_file", "policy"}
 
 
@@ -98,6 +113,19 @@ class ClusterConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsoleConfig:
+    """The `[console]` table: what `gpuq tui` starts with (its flags override these)."""
+
+    #: seconds between refreshes (`refresh`), REFRESH_MIN_S to REFRESH_MAX_S
+    refresh_s: float = REFRESH_DEFAULT_S
+    #: a theme name (gpuq.tui.themes); the console reports one it does not know
+    theme: str = "dark"
+    read_only: bool = False
+    #: `[console.keys]`: action id -> key spec ("B", "1,f1"); the console checks both
+    keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """The whole configuration with documented defaults filled in."""
 
@@ -109,11 +137,16 @@ class Config:
     policy: PolicySource | None = None
     backend_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     clusters: Mapping[str, ClusterConfig] = field(default_factory=lambda: MappingProxyType({}))
+    console: ConsoleConfig = field(default_factory=ConsoleConfig)
     document: TomlDocument | None = None
 
     def where(self, dotted: str) -> str:
         """`file:line` of a key, for errors raised after loading (e.g. a bad backend option)."""
         return self.document.where(dotted) if self.document else "<defaults>"
+
+    def error(self, dotted: str, problem: str) -> BadInput:
+        """`file:line: dotted: problem`, for what is checked after loading (e.g. console.keys.X)."""
+        return BadInput(f"{self.where(dotted)}: {dotted}: {problem}")
 
     def policy_for(self, cluster: str | None) -> PolicySource:
         """The cluster's policy, else the top-level one, else the defaults."""
@@ -282,6 +315,39 @@ def _string(doc: TomlDocument, table: Mapping[str, Any], key: str, dotted: str) 
     return value
 
 
+def _console_from(doc: TomlDocument, raw: Any) -> ConsoleConfig:
+    if not isinstance(raw, dict):
+        raise doc.error("console", f"expected a table [console], got {_shown(raw)}")
+    for key in raw:
+        if key not in _CONSOLE_KEYS:
+            raise doc.error(f"console.{key}", f"unknown key (allowed: {', '.join(sorted(_CONSOLE_KEYS))})")
+    refresh = raw.get("refresh", REFRESH_DEFAULT_S)
+    if isinstance(refresh, bool) or not isinstance(refresh, int | float):
+        raise doc.error("console.refresh", f"expected a number of seconds, got {_shown(refresh)}")
+    if isinstance(refresh, float) and not math.isfinite(refresh):
+        raise doc.error("console.refresh", f"expected a finite number, got {_shown(refresh)}")
+    if not REFRESH_MIN_S <= refresh <= REFRESH_MAX_S:
+        raise doc.error(
+            "console.refresh",
+            f"must be >= {REFRESH_MIN_S:g} and <= {REFRESH_MAX_S:g} (seconds between refreshes), got {_shown(refresh)}",
+        )
+    read_only = raw.get("read_only", False)
+    if not isinstance(read_only, bool):
+        raise doc.error("console.read_only", f"expected true or false, got {_shown(read_only)}")
+    keys = raw.get("keys", {})
+    if not isinstance(keys, dict):
+        raise doc.error("console.keys", f"expected a table [console.keys] of action = \"key\", got {_shown(keys)}")
+    for action, spec in keys.items():
+        if not isinstance(spec, str) or not spec.strip():
+            raise doc.error(f"console.keys.{action}", f"expected a key such as \"b\" or \"1,f1\", got {_shown(spec)}")
+    return ConsoleConfig(
+        refresh_s=float(refresh),
+        theme=_string(doc, raw, "theme", "console.theme") or "dark",
+        read_only=read_only,
+        keys=MappingProxyType(dict(keys)),
+    )
+
+
 def _config_from(doc: TomlDocument) -> Config:
     raw = doc.data
     for key in raw:
@@ -329,6 +395,7 @@ def _config_from(doc: TomlDocument) -> Config:
         policy=_policy_of(doc, raw, ""),
         backend_options=MappingProxyType(backend_options),
         clusters=MappingProxyType(clusters),
+        console=_console_from(doc, raw.get("console", {})),
         document=doc,
     )
 

@@ -17,6 +17,7 @@ __all__ = [
     "config_file",
     "ensure_dir",
     "state_dir",
+    "themes_dir",
 ]
 
 APP = "gpuq"
@@ -48,6 +49,11 @@ def cache_dir() -> Path:
 def config_file() -> Path:
     """The default configuration file, `config.toml` in `config_dir()`."""
     return config_dir() / "config.toml"
+
+
+def themes_dir() -> Path:
+    """The operator's console themes, `themes/*.toml` in `config_dir()` (gpuq.tui.themes)."""
+    return config_dir() / "themes"
 
 
 def audit_log_path() -> Path:

@@ -49,9 +49,14 @@ class ApiRequest:
     method: str
     path: str
     body: Any = None
+    #: the body's media type where it says how the body applies (a patch's: merge, JSON, strategic)
+    content_type: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "path": self.path, "body": self.body}
+        doc = {"method": self.method, "path": self.path, "body": self.body}
+        if self.content_type is not None:
+            doc["content_type"] = self.content_type
+        return doc
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +245,9 @@ class Capabilities:
     priority_range: tuple[int, int] = (0, 2**31 - 1)
     #: whether `native_preview` predicts the native scheduler's own choice
     native_preview: bool = False
+    #: what the backend cannot read now and what that leaves out, in words for the operator
+    #: (Kubernetes without the right to list nodes: "GPU occupancy from pods only …"); views show them
+    notes: tuple[str, ...] = ()
 
 
 class Backend(ABC):

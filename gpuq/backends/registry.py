@@ -22,6 +22,7 @@ __all__ = [
     "available_backends",
     "backend_class",
     "backend_entry",
+    "canonical_name",
     "create_backend",
     "register_backend",
     "unregister_backend",
@@ -53,7 +54,10 @@ class BackendOption:
 _BUILTIN = (
     BackendEntry("demo", "gpuq.backends.demo:DemoBackend", "embedded simulated cluster"),
     BackendEntry("slurm", "gpuq.backends.slurm:SlurmBackend", "Slurm through its command-line tools"),
+    BackendEntry("kubernetes", "gpuq.backends.kubernetes:KubernetesBackend", "Kubernetes through its API server"),
 )
+#: Other names of built-in backends (`--backend k8s`); the config's ``[backends.NAME]`` uses the name.
+_ALIASES = {"k8s": "kubernetes"}
 
 
 # Classes registered in-process (embedding gpuq, tests); they shadow nothing built in.
@@ -62,7 +66,7 @@ _REGISTERED: dict[str, type[Backend]] = {}
 
 def register_backend(name: str, cls: type[Backend]) -> None:
     """Make `cls` available as `--backend name` in this process."""
-    if any(e.name == name for e in _BUILTIN):
+    if any(e.name == name for e in _BUILTIN) or name in _ALIASES:
         raise ValueError(f"backend {name!r} is built in")
     _REGISTERED[name] = cls
 
@@ -105,7 +109,13 @@ def backend_entry(name: str) -> BackendEntry:
     return _lookup(name)
 
 
+def canonical_name(name: str) -> str:
+    """The backend's own name for `name` (an alias such as ``k8s`` → ``kubernetes``)."""
+    return _ALIASES.get(name, name)
+
+
 def _lookup(name: str) -> BackendEntry:
+    name = canonical_name(name)
     for entry in _BUILTIN:
         if entry.name == name and _module_exists(entry.module):
             return entry
@@ -122,6 +132,7 @@ def _lookup(name: str) -> BackendEntry:
 def backend_class(name: str) -> type[Backend]:
     """Import and return the class for `name`; BadInput (exit 2) lists the known backends."""
     entry = _lookup(name)
+    name = canonical_name(name)
     if name in _REGISTERED:
         return _REGISTERED[name]
     module_name, _, attr = entry.target.partition(":")

@@ -13,7 +13,6 @@ exemption the job does not have) needs no confirmation: it says so, is audited, 
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 import time
@@ -29,6 +28,7 @@ from gpuq.model import JobState
 from gpuq.service import MAX_EXEMPT_S, ActionOutcome, Mode, PendingAction, describe_preempted
 from gpuq.timefmt import format_time, parse_duration, parse_time
 from gpuq.views.changes import changes
+from gpuq.views.changes import to_second as _to_second
 from gpuq.views.preview import from_preview
 
 __all__ = ["bump", "exempt", "preempt", "resume"]
@@ -37,14 +37,6 @@ __all__ = ["bump", "exempt", "preempt", "resume"]
 def is_interactive() -> bool:
     """Whether a person can answer a prompt (patched in tests)."""
     return sys.stdin.isatty()
-
-
-_FRACTION = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.\d+Z")
-
-
-def _to_second(text: str) -> str:
-    """A backend's message with its RFC 3339 times cut to the second, as gpuq shows times."""
-    return _FRACTION.sub(r"\1Z", text)
 
 
 def _clocks(app: App, record: Mapping[str, Any] | None = None) -> str:

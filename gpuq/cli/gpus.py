@@ -70,16 +70,28 @@ def _table(app: App, grid: GpuGrid, total_gpus: int) -> None:
 @click.option("--node", "nodes", multiple=True, metavar="NODE",
               help="Only these nodes: names or globs such as 'gpu-0*' (repeatable).")  # fmt: skip
 @click.option("--free", "free_only", is_flag=True, help="Only nodes with a free GPU that take work.")
+@click.option("--local", is_flag=True,
+              help="This host's own GPUs (NVML): load, memory, temperature, processes and their jobs.")  # fmt: skip
 @global_options
 @watchable
 @pass_app
-def gpus(app: App, nodes: tuple[str, ...], free_only: bool) -> None:
+def gpus(app: App, nodes: tuple[str, ...], free_only: bool, local: bool) -> None:
     """Per-node GPU grid: which job holds each GPU.
 
     One line per node; under GPUS each GPU from index 0 shows the job holding it, or '.' when
     free (a node with more GPUs than fit goes on under them). UNPLACED: jobs whose GPU indexes
     the backend does not know, one entry per GPU.
+
+    --local: the GPUs of this host instead, read through NVML, with each process on them and the
+    Slurm job or pod it runs in.
     """
+    if local:
+        if nodes or free_only:
+            raise click.UsageError("--local shows this host's GPUs: it takes neither --node nor --free")
+        from gpuq.cli.localgpus import show_local_gpus
+
+        show_local_gpus(app)
+        return
     snapshot = app.snapshot(ledger=False)  # GPU holders only: no finished jobs, no ledger
     grid = gpu_grid(snapshot, nodes=nodes, free_only=free_only)
     if app.output == "json":

@@ -14,13 +14,13 @@ from typing import Any
 import click
 
 from gpuq.cli.options import App, global_options, job_argument, pass_app
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say
+from gpuq.cli.render import emit_csv, emit_json, print_table, say
 from gpuq.model import QUEUED_STATES
 from gpuq.model.codec import job_document
 from gpuq.timefmt import format_time
-from gpuq.views.changes import format_priority
 from gpuq.views.columns import JOB
 from gpuq.views.job import JobView, job_view
+from gpuq.views.jobcells import job_fields
 
 __all__ = ["job"]
 
@@ -33,44 +33,6 @@ def _document(view: JobView) -> dict[str, Any]:
         "preemptions": view.preemptions,
         "preemptions_24h": view.preemptions_24h,
     }
-
-
-def _rows(view: JobView) -> list[tuple[str, str]]:
-    j, cls, eff = view.job, view.job_class, view.effective_priority
-    alloc = "; ".join(
-        f"{node}: {','.join('?' if i is None else str(i) for i in idx)}" for node, idx in j.allocation.items()
-    )
-    exempt = view.job.exempt_until is not None and view.job.exempt_at(view.taken_at.timestamp())
-    rows = [
-        ("job", f"{j.id}  {j.name}"),
-        ("owner", f"{j.user} (tenant {j.tenant}" + (f", account {j.account}" if j.account else "") + ")"),
-        (
-            "class",
-            f"{cls.name}: default priority {cls.priority}, "
-            + ("preemptible" if cls.preemptible else "not preemptible")
-            + (f", target P95 {fmt_duration(cls.target_p95_s)}" if cls.target_p95_s is not None else "")
-            + (f", max wait {fmt_duration(cls.max_wait_s)}" if cls.max_wait_s is not None else ""),
-        ),
-        ("state", j.state.value + (f" ({j.reason})" if j.reason else "")),
-        ("priority", f"{j.priority} base, {format_priority(eff)} effective" + (" (urgent)" if j.urgent else "")),
-        ("gpus", f"{j.gpus}" + (f" on {alloc}" if alloc else "")),
-        ("submitted", fmt_time(j.submit_time)),
-        ("eligible", fmt_time(j.eligible_time)),
-        ("started", fmt_time(j.start_time)),
-        ("ended", fmt_time(j.end_time)),
-        ("wait", fmt_duration(view.wait_s) + (" (still pending)" if j.is_pending else "")),
-        ("preempted", f"{view.preemptions}x total, {view.preemptions_24h}x in the last 24h"),
-        ("checkpoint", fmt_time(j.last_checkpoint_time)),
-        ("exempt", f"until {fmt_time(j.exempt_until)}" if exempt else "no"),
-    ]
-    if view.gpu_seconds_lost_if_preempted is not None:
-        rows.append(("if preempted now", f"loses {view.gpu_seconds_lost_if_preempted / 3600:.2f} GPU-hours"))
-    if view.protection is not None:
-        rows.append(("protected", view.protection[1]))
-    if j.comment:
-        rows.append(("comment", j.comment))
-    rows.append(("policy", view.policy_source))
-    return rows
 
 
 @click.command("job")
@@ -104,7 +66,7 @@ def job(app: App, job_id: str) -> None:
         doc = _document(view)
         emit_csv(("field", "value"), ((k, " ".join(map(str, v)) if isinstance(v, list) else v) for k, v in doc.items()))
         return
-    print_table(app, JOB, _rows(view))
+    print_table(app, JOB, job_fields(view))
     say(app, "")
     say(app, ("why pending" if view.job.is_pending else "status", "bold"))
     for line in view.explanation:

@@ -41,6 +41,7 @@ _COMMANDS: dict[str, str] = {
     "snapshot": "gpuq.cli.snapshot:snapshot",
     "audit": "gpuq.cli.audit:audit",
     "completion": "gpuq.cli.completion:completion",
+    "config": "gpuq.cli.config_cmd:config",
     "tui": "gpuq.cli.tui:tui",
 }
 
@@ -102,9 +103,16 @@ def cli(ctx: click.Context) -> None:
     `gpuq queue -o json`). Without a config file gpuq runs an embedded simulated cluster.
 
     Exit codes: 0 ok, 1 refused or not found, 2 usage, 3 backend unreachable, 4 permission denied.
-    Without a command, `gpuq` shows the overview.
+    Without a command, `gpuq` opens the console on a terminal, and shows the overview elsewhere.
     """
     if ctx.invoked_subcommand is None:
+        if sys.stdout.isatty() and sys.stdin.isatty() and not ctx.resilient_parsing:
+            # k9s's habit: on a terminal, the console; in a pipe or a script, the overview
+            from gpuq.cli.options import current_app
+            from gpuq.cli.tui import open_console
+
+            open_console(current_app(ctx))
+            return
         from gpuq.cli.overview import overview
 
         ctx.invoke(overview)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from gpuq.config import Config
     from gpuq.model import Snapshot
-    from gpuq.service import Cluster
+    from gpuq.service import BackendOption, Cluster
 
 __all__ = [
     "WATCH_DEFAULT_S",
@@ -62,6 +62,11 @@ class GlobalOptions:
     seed: int | None = None
     speed: float | None = None
     no_headers: bool = False
+    # Kubernetes: kubeconfig contexts (repeatable), one namespace or all, a pod label selector
+    contexts: tuple[str, ...] = ()
+    namespace: str | None = None
+    all_namespaces: bool = False
+    selector: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +94,21 @@ def _store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
+def _store_contexts(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    # (repeatable, and given before and after the subcommand alike: every one counts, once)
+    if value:
+        opts = _globals(ctx)
+        opts.contexts = tuple(dict.fromkeys((*opts.contexts, *value)))
+    return value
+
+
 def _global_option_decorators() -> list[Callable[[F], F]]:
     common: dict[str, Any] = {"expose_value": False, "callback": _store, "is_eager": True}
     return [
         click.option(
             "--backend",
             metavar="NAME",
-            help="Backend: demo, slurm (default: config, else demo).",
+            help="Backend: demo, slurm, kubernetes (alias k8s) (default: config, else demo).",
             shell_complete=_complete_backend,
             **common,
         ),
@@ -136,6 +149,25 @@ def _global_option_decorators() -> list[Callable[[F], F]]:
             "--no-color", is_flag=True, default=False, help="No colours (NO_COLOR is honoured too).", **common
         ),
         click.option("--seed", type=int, metavar="N", help="Demo backend: random seed.", **common),
+        click.option(
+            "--context",
+            "contexts",
+            multiple=True,
+            metavar="NAME",
+            help="Kubernetes: the kubeconfig context (repeatable: each context is a cluster; commands "
+            "other than the console read one).",
+            expose_value=False,
+            callback=_store_contexts,
+            is_eager=True,
+        ),
+        click.option("-n", "--namespace", metavar="NS", help="Kubernetes: read one namespace only.", **common),
+        click.option(
+            "-A", "--all-namespaces", is_flag=True, default=False, help="Kubernetes: read every namespace.", **common
+        ),
+        click.option(
+            "-l", "--selector", metavar="SELECTOR", help="Kubernetes: only the pods this label selector matches.",
+            **common,
+        ),  # fmt: skip
         click.option(
             "--speed",
             type=click.FloatRange(min=0, min_open=True),
@@ -179,6 +211,11 @@ class App:
             from gpuq.service import open_cluster
 
             o = self.options
+            if len(o.contexts) > 1:
+                from gpuq.errors import BadInput
+
+                raise BadInput(f"--context given {len(o.contexts)} times ({', '.join(o.contexts)}): this command "
+                               "reads one cluster; give one --context")  # fmt: skip
             self._cluster = open_cluster(
                 backend=o.backend,
                 cluster=o.cluster,
@@ -188,8 +225,31 @@ class App:
                 seed=o.seed,
                 speed=o.speed,
                 clock=self.injected.clock,
+                flags=self.kube_flags(),
             )
         return self._cluster
+
+    def kube_flags(self) -> dict[str, BackendOption]:
+        """The Kubernetes flags given, as backend options (`open_cluster`'s ``flags``); one
+        ``--context`` here (several: `open_contexts`, one cluster each)."""
+        from gpuq.errors import BadInput
+        from gpuq.service import BackendOption
+
+        o = self.options
+        if o.namespace is not None and o.all_namespaces:
+            raise BadInput("give -n/--namespace or -A/--all-namespaces, not both")
+        flags: dict[str, BackendOption] = {}
+        if len(o.contexts) == 1:
+            flags["context"] = BackendOption(o.contexts[0], "--context")
+        if o.namespace is not None:
+            if not o.namespace.strip() or o.namespace == "*":
+                raise BadInput(f"-n/--namespace {o.namespace!r}: give a namespace name (-A/--all-namespaces for all)")
+            flags["namespace"] = BackendOption(o.namespace, "-n/--namespace")
+        if o.all_namespaces:
+            flags["namespace"] = BackendOption("*", "-A/--all-namespaces")
+        if o.selector is not None:
+            flags["label_selector"] = BackendOption(o.selector, "-l/--selector")
+        return flags
 
     def snapshot(self, *, ledger: bool = True) -> Snapshot:
         """The cluster's snapshot, as commands read it. A command lives one process long and keeps

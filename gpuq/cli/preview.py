@@ -15,11 +15,12 @@ import click
 from gpuq.cli.options import App, complete_class, complete_tenant, global_options, job_argument, pass_app
 from gpuq.cli.render import emit_csv, emit_json, print_table, say, warn
 from gpuq.textsafe import visible
-from gpuq.views.changes import format_number, format_priority
 from gpuq.views.columns import PREVIEW_SPARED, PREVIEW_VICTIMS
-from gpuq.views.preview import PreviewView, from_preview
+from gpuq.views.preview import PreviewView, from_preview, native_summary, spared_rows, verdict, victim_rows
 
 __all__ = ["preview", "show_preview"]
+
+_VERDICT_STYLES = {"never": "bold red", "fits": "green", "preempts": "yellow", "blocked": "yellow"}
 
 
 def show_preview(app: App, view: PreviewView, *, heading: str | None = None) -> None:
@@ -40,38 +41,23 @@ def show_preview(app: App, view: PreviewView, *, heading: str | None = None) -> 
             ],
         )  # fmt: skip
         return
-    who = view.who
     if heading:
         say(app, heading)
-    if not plan.feasible:
-        say(app, ("never feasible:", "bold red"), f" {who} {plan.blocked or 'cannot be placed on this cluster'}")
-    elif plan.fits_without_preemption:
-        say(app, ("fits without preemption", "green"), f": {who} can start now on {', '.join(plan.nodes)}")
-    elif plan.would_preempt:
-        say(app, (f"would preempt {len(plan.victims)} job(s)", "yellow"),
-            f" on {', '.join(plan.nodes)} for {who} (effective priority {format_priority(plan.effective_priority)}): "
-            f"frees {plan.freed_gpus} GPUs, loses {view.gpu_hours_at_risk:.2f} GPU-hours, "
-            f"cost {format_number(round(plan.total_cost, 2))}")
-    else:
-        say(app, ("would not preempt now", "yellow"), f": {plan.blocked or 'no eligible victims'}")
+    answer = verdict(view)
+    say(app, (answer.head, _VERDICT_STYLES[answer.kind]), answer.text)
     if plan.victims:
-        victims = [(v.job_id, tuple(v.nodes), str(v.gpus), f"{v.gpu_seconds_lost / 3600:.2f}",
-                    format_number(round(v.cost, 2)), format_priority(v.effective_priority))
-                   for v in plan.victims]  # fmt: skip
         say(app, "")
-        print_table(app, PREVIEW_VICTIMS, victims, title="victims")
+        print_table(app, PREVIEW_VICTIMS, victim_rows(view), title="victims")
     if plan.spared:
         say(app, "")
-        print_table(app, PREVIEW_SPARED, [(s.job_id, s.reason.value, s.detail) for s in plan.spared], title="spared")
+        print_table(app, PREVIEW_SPARED, spared_rows(view), title="spared")
     for note in plan.notes:
         say(app, f"note: {note}")
     if result.native_error is not None:
         say(app, f"native scheduler: {result.native_error}")
     if result.native is not None:
         native = result.native
-        ids = ", ".join(v.id for v in native.victims) or "nothing"
-        say(app, f"native scheduler: would {'preempt ' + ids if native.would_preempt else 'not preempt'}"
-            + (f" on {', '.join(native.nodes)}" if native.nodes else ""))  # fmt: skip
+        say(app, f"native scheduler: {native_summary(native)}")
         for victim in native.victims:
             say(app, f"  {victim.id}: {victim.reason}")
         for note in native.notes:

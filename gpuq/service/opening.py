@@ -2,21 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpuq.audit import AuditLog
-from gpuq.backends.registry import BackendOption, available_backends, backend_class, backend_entry, create_backend
+from gpuq.backends.registry import (
+    BackendOption,
+    available_backends,
+    backend_class,
+    backend_entry,
+    canonical_name,
+    create_backend,
+)
 from gpuq.config import Config, PolicySource, load_config, load_policy_file
 from gpuq.errors import BadInput
 from gpuq.service.cluster import Cluster
 
-__all__ = ["backend_names", "open_cluster", "open_clusters"]
+__all__ = ["backend_names", "open_cluster", "open_clusters", "open_contexts", "policy_source"]
 
 
 def backend_names() -> list[str]:
     """The backends `--backend` can name here (built-ins first), for shell completion."""
     return list(available_backends())
+
+
+def _with_site_default(policy: PolicySource, backend_name: str) -> PolicySource:
+    """A backend's own default policy (the demo's) in place of gpuq's defaults."""
+    if policy.source == "defaults":
+        site_default = backend_class(backend_name).default_policy
+        if site_default is not None:
+            return PolicySource(site_default, f"{backend_name} backend's built-in policy")
+    return policy
+
+
+def policy_source(config: Config, cluster: str | None = None) -> PolicySource:
+    """The policy a cluster opened from `config` runs with, and where it comes from (what
+    `open_cluster` resolves without `--policy` or `--backend`), without opening the backend."""
+    name = cluster or config.cluster
+    entry = config.clusters.get(name) if name else None
+    backend_name = (entry.backend if entry and entry.backend else None) or config.backend
+    return _with_site_default(config.policy_for(name), backend_name)
 
 
 def open_cluster(
@@ -31,6 +56,7 @@ def open_cluster(
     speed: float | None = None,
     audit: AuditLog | None = None,
     clock: Callable[[], float] | None = None,
+    flags: Mapping[str, BackendOption] | None = None,
 ) -> Cluster:
     """Resolve options, config and defaults into a `Cluster` handle.
 
@@ -38,6 +64,9 @@ def open_cluster(
     (an unknown name is an error when clusters are configured, so a typo never shows demo data),
     `--backend` overrides its backend, and the top-level `backend` (default `demo`) applies last.
     `clock` (the wall clock a live backend reads) is for embedding programs and tests.
+    `flags`: backend options given on the command line (Kubernetes' ``--context``, ``-n``, ``-A``,
+    ``-l``), by constructor keyword, each with its flag as origin; they win over the config, and one
+    the chosen backend does not take is a usage error naming the flag.
     """
     cfg = config if config is not None else load_config(config_file)
     name = cluster or cfg.cluster
@@ -48,6 +77,8 @@ def open_cluster(
         for flag, value in (("--seed", seed), ("--speed", speed)):
             if value is not None:
                 raise BadInput(f"{flag} applies to the demo backend, not to --snapshot")
+        for option in (flags or {}).values():
+            raise BadInput(f"{option.origin} applies to a live backend, not to --snapshot")
         from gpuq.backends.snapshot_file import SnapshotFileBackend
 
         return Cluster(SnapshotFileBackend(snapshot), "snapshot", policy, audit)
@@ -59,7 +90,8 @@ def open_cluster(
         raise BadInput(
             f"no cluster {name!r} in {where} (configured: {configured}); pass --backend to use one not configured"
         )
-    backend_name = backend or (entry.backend if entry and entry.backend else None) or cfg.backend
+    # (an alias, `--backend k8s`, reads the `[backends.kubernetes]` options)
+    backend_name = canonical_name(backend or (entry.backend if entry and entry.backend else None) or cfg.backend)
 
     options: dict[str, BackendOption] = {}
     for key, value in cfg.backend_options.get(backend_name, {}).items():
@@ -67,7 +99,7 @@ def open_cluster(
         options[key] = BackendOption(value, f"{cfg.where(dotted)}: {dotted}")
     if name:
         options["cluster"] = BackendOption(name, "--cluster")
-    if entry is not None and (entry.backend in (None, backend_name)):
+    if entry is not None and (entry.backend is None or canonical_name(entry.backend) == backend_name):
         for key, value in entry.options.items():
             dotted = f"clusters.{entry.name}.{key}"
             options[key] = BackendOption(value, f"{cfg.where(dotted)}: {dotted}")
@@ -75,10 +107,13 @@ def open_cluster(
         options["seed"] = BackendOption(seed, "--seed")
     if speed is not None:
         options["speed"] = BackendOption(speed, "--speed")
-    if policy.source == "defaults":
-        site_default = backend_class(backend_name).default_policy
-        if site_default is not None:
-            policy = PolicySource(site_default, f"{backend_name} backend's built-in policy")
+    if flags:
+        takes = backend_class(backend_name).options
+        for key, option in flags.items():
+            if key not in takes:
+                raise BadInput(f"{option.origin} does not apply to backend {backend_name!r} (it has no {key!r} option)")
+            options[key] = option
+    policy = _with_site_default(policy, backend_name)
     internals: dict[str, Any] = {"policy": policy.policy}
     if clock is not None:
         internals["clock"] = clock
@@ -92,3 +127,26 @@ def open_clusters(config: Config | None = None, *, policy_file: str | None = Non
     if not cfg.clusters:
         return [open_cluster(config=cfg, policy_file=policy_file, clock=clock)]
     return [open_cluster(cluster=name, config=cfg, policy_file=policy_file, clock=clock) for name in cfg.clusters]
+
+
+def open_contexts(
+    contexts: Sequence[str],
+    *,
+    flags: Mapping[str, BackendOption] | None = None,
+    **kwargs: Any,
+) -> list[Cluster]:
+    """A handle per kubeconfig context (`gpuq --context A --context B`), each a cluster named after
+    its context; `kwargs` and `flags` as `open_cluster` takes them (the backend is the configured
+    one, or ``backend=``: a Kubernetes one). A context named twice is opened once."""
+    unique = list(dict.fromkeys(contexts))
+    if not unique:
+        return [open_cluster(flags=flags, **kwargs)]
+    several = len(unique) > 1
+    out = []
+    for context in unique:
+        mine = dict(flags or {})
+        mine["context"] = BackendOption(context, "--context")
+        if several:  # (a [clusters.NAME] table would give them all its name)
+            mine["cluster"] = BackendOption(context, "--context")
+        out.append(open_cluster(flags=mine, **kwargs))
+    return out

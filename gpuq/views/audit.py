@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from gpuq.audit import AuditAction, AuditLog
 from gpuq.views.changes import changes
 
-__all__ = ["AuditRow", "AuditView", "audit_view"]
+__all__ = ["AuditRow", "AuditView", "audit_row", "audit_view", "audit_view_cached"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,11 @@ def _change(record: dict[str, Any]) -> str:
     return "; ".join(f"{key}: {old} -> {new}" for key, old, new in changes(before, after))
 
 
+def audit_row(action: AuditAction) -> AuditRow:
+    """One action of the log as a row (its change in words)."""
+    return AuditRow(action.record, action.outcome_known, _change(action.record))
+
+
 def audit_view(
     log: AuditLog | None = None, *, tail: int = 0, actions: Iterable[str] = (), jobs: Iterable[str] = ()
 ) -> AuditView:
@@ -64,6 +70,30 @@ def audit_view(
         rows = rows[-tail:]
     return AuditView(
         str(log.path),
-        tuple(AuditRow(a.record, a.outcome_known, _change(a.record)) for a in rows),
+        tuple(audit_row(a) for a in rows),
         tuple((e.line, e.raw) for e in broken),
     )
+
+
+_cache_lock = threading.Lock()
+#: log path -> (the file's inode, size and mtime when read, what was read)
+_cache: dict[str, tuple[tuple[int, int, int], AuditView]] = {}
+
+
+def audit_view_cached(log: AuditLog) -> AuditView:
+    """`audit_view(log)` (every action), read again only once the file has changed (inode, size or
+    mtime): a console refreshing every few seconds parses a long log only after an append."""
+    try:
+        st = log.path.stat()
+    except OSError:  # missing (no action yet) or unreadable: `audit_view` says which
+        return audit_view(log)
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    path = str(log.path)
+    with _cache_lock:
+        hit = _cache.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    view = audit_view(log)  # (an append after the stat: newer than `stamp`, read again next time)
+    with _cache_lock:
+        _cache[path] = (stamp, view)
+    return view

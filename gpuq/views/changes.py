@@ -8,13 +8,22 @@ as whole numbers (`1000000`, never `1e+06`), yes/no.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from gpuq.timefmt import format_duration, format_time, parse_time
 
-__all__ = ["Change", "changes", "describe_value", "format_gpu_indexes", "format_number", "format_priority"]
+__all__ = [
+    "Change",
+    "changes",
+    "describe_value",
+    "format_gpu_indexes",
+    "format_number",
+    "format_priority",
+    "to_second",
+]
 
 #: (field, before, after), each value as text
 Change = tuple[str, str, str]
@@ -118,3 +127,11 @@ def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Change]
         for key in sorted(set(before) | set(after))
         if before.get(key) != after.get(key)
     ]
+
+
+_FRACTION = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.\d+Z")
+
+
+def to_second(text: str) -> str:
+    """A backend's message with its RFC 3339 times cut to the second, as gpuq shows times."""
+    return _FRACTION.sub(r"\1Z", text)

@@ -116,16 +116,58 @@ PREVIEW_VICTIMS = _spec(
     C("EFF PRIO", NUMBER, 2),
 )  # fmt: skip
 PREVIEW_SPARED = _spec("preview-spared", C("ID", ID), C("REASON", PLAIN), C("DETAIL", TEXT))
+#: the native scheduler's own victims beside gpuq's (Slurm)
+PREVIEW_NATIVE = _spec(
+    "preview-native", C("ID", ID), C("NODES", LIST, 2, sep=","), C("GPUS", NUMBER), C("PRIO", NUMBER, 1),
+    C("REASON", TEXT),
+)  # fmt: skip
 AUDIT = _spec(
     "audit",
     C("TIME", ID), C("OPERATOR", PLAIN, 3), C("CLUSTER", PLAIN, 4), C("ACTION", PLAIN), C("JOB", ID),
     C("RESULT", PLAIN), C("CHANGE", TEXT, 1), C("REASON", TEXT, 2),
 )  # fmt: skip
 JOB = _spec("job", C("FIELD", PLAIN), C("VALUE", TEXT), header=False)
+#: `gpuq config show`: one dotted key (`console.refresh`, `clusters.prod.backend`) per row
+CONFIG = _spec("config", C("KEY", ID), C("VALUE", TEXT))
+#: the console's queue: what the CLI's shows, plus runtime, exemption and SLA status per job
+CONSOLE_QUEUE = _spec(
+    "console-queue",
+    C("CLUSTER", PLAIN), C("ID", ID), C("NAME", PLAIN, 11), C("USER", PLAIN, 3), C("TENANT", PLAIN, 9),
+    C("CLASS", PLAIN, 1), C("STATE", PLAIN), C("GPUS", NUMBER), C("PRIO", NUMBER, 6), C("EFF", NUMBER, 2),
+    C("WAIT", NUMBER), C("RUN", NUMBER, 7), C("PREEMPT", NUMBER, 5), C("EXEMPT", NUMBER, 8), C("SLA", PLAIN, 4),
+    C("NODES", LIST, 12, sep=","), C("REASON", TEXT, 10), C("NOTE", TEXT, 13),
+)  # fmt: skip
+#: `gpuq gpus --local`: the host's own GPUs (NVML)
+HOST_GPUS = _spec(
+    "host-gpus",
+    C("GPU", ID), C("NAME", PLAIN, 2), C("UTIL", NUMBER), C("MEMORY", NUMBER), C("TEMP", NUMBER),
+    C("PROCESSES", LIST, sep=", "), C("ERROR", TEXT, 1), C("UUID", ID, 3),
+)  # fmt: skip
+#: the console's SLA table: the CLI's, plus the cluster, the oldest pending wait and a P95 trend (PEND:
+#: pending jobs)
+CONSOLE_SLA = _spec(
+    "console-sla",
+    C("CLASS", ID), C("CLUSTER", PLAIN), C("STARTED", NUMBER, 6), C("PEND", NUMBER), C("OLDEST", NUMBER, 1),
+    C("P50", NUMBER, 4), C("P95", NUMBER), C("P99", NUMBER, 2), C("MAX", NUMBER, 7), C("P95+PEND", NUMBER, 3),
+    C("TARGET", NUMBER), C("SLA", PLAIN), C("TREND", PLAIN, 5),
+)  # fmt: skip
+#: the console's preemption ledger: the CLI's, plus the cluster and what is left of the daily cap
+CONSOLE_PREEMPTION_JOBS = _spec(
+    "console-preemption-jobs",
+    C("CLUSTER", PLAIN), C("ID", ID), C("USER", PLAIN, 4), C("TENANT", PLAIN, 6), C("CLASS", PLAIN, 5),
+    C("STATE", PLAIN, 1), C("24H", NUMBER), C("TOTAL", NUMBER, 2), C("CAP LEFT", NUMBER), C("LAST", NUMBER, 3),
+)  # fmt: skip
+#: the console's live preemption log: the CLI's, plus the cluster and how long ago
+CONSOLE_PREEMPTION_EVENTS = _spec(
+    "console-preemption-events",
+    C("CLUSTER", PLAIN), C("TIME", ID), C("AGO", NUMBER, 4), C("VICTIM", ID), C("BY", ID, 1),
+    C("GPUS", NUMBER, 3), C("GPU-H LOST", NUMBER, 2), C("MODE", PLAIN, 5), C("REASON", TEXT, 6),
+)  # fmt: skip
 
 #: every table, by name
 TABLES: dict[str, TableSpec] = {
     t.name: t
     for t in (QUEUE, GPUS, SLA, OVERVIEW_SLA, OVERVIEW_TOP, OVERVIEW_EVENTS, PREEMPTION_JOBS,
-              PREEMPTION_EVENTS, PREVIEW_VICTIMS, PREVIEW_SPARED, AUDIT, JOB)
+              PREEMPTION_EVENTS, PREVIEW_VICTIMS, PREVIEW_SPARED, PREVIEW_NATIVE, AUDIT, JOB, CONSOLE_QUEUE, CONFIG,
+              HOST_GPUS, CONSOLE_PREEMPTION_JOBS, CONSOLE_PREEMPTION_EVENTS, CONSOLE_SLA)
 }  # fmt: skip

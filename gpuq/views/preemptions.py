@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from gpuq.model import DAY_S, Job, PreemptionEvent, Snapshot, job_id_key
+from gpuq.model import DAY_S, QUEUED_STATES, Job, PreemptionEvent, Snapshot, job_id_key
+from gpuq.policy.rules import capped
+from gpuq.service import Cluster
 
-__all__ = ["LedgerEvent", "LedgerRow", "LedgerView", "ledger_view", "preemption_events"]
+__all__ = [
+    "NEAR_CAP",
+    "CapState",
+    "LedgerEvent",
+    "LedgerRow",
+    "LedgerTotal",
+    "LedgerTotals",
+    "LedgerView",
+    "cap_state",
+    "daily_cap",
+    "job_preemptions",
+    "ledger_totals",
+    "ledger_view",
+    "near_cap",
+    "preemption_events",
+]
+
+#: a job this many preemptions (or fewer) from the daily cap is "near" it
+NEAR_CAP = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,3 +93,110 @@ def ledger_view(snapshot: Snapshot, *, limit: int | None = None) -> LedgerView:
     if limit is not None:
         events = events[:limit]
     return LedgerView(snapshot.cluster, snapshot.taken_at, rows, events)
+
+
+# -- the daily cap ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CapState:
+    """A job against the policy's daily preemption cap (`max_preemptions_per_day`)."""
+
+    #: the cap (0: the policy has none)
+    cap: int
+    last_24h: int
+    #: preemptions left before the cap protects the job (0: capped now); None: no cap, or the job
+    #: has left the queue (the cap no longer matters to it)
+    left: int | None
+    #: capped now, or within `NEAR_CAP` preemptions of it (queued jobs only)
+    near: bool
+
+    @property
+    def capped(self) -> bool:
+        return self.left == 0
+
+
+def daily_cap(cluster: Cluster) -> int:
+    """The cluster's daily preemption cap (0: none)."""
+    return cluster.policy.max_preemptions_per_day
+
+
+def cap_state(job: Job, cap: int, now: float, *, within: int = NEAR_CAP) -> CapState:
+    """Where `job` stands against `cap` at `now` (the rule is `gpuq.policy.rules.capped`)."""
+    recent = job.preemptions_since(now - DAY_S, now)
+    if cap <= 0 or job.state not in QUEUED_STATES:
+        return CapState(cap, recent, None, False)
+    return CapState(cap, recent, max(0, cap - recent), capped(recent + within, cap))
+
+
+def near_cap(cluster: Cluster, snapshot: Snapshot, *, within: int = NEAR_CAP) -> list[tuple[Job, CapState]]:
+    """Queued jobs at their daily cap or within `within` preemptions of it, the capped first
+    (then most preempted in 24 h, then by id); empty when the policy has no cap."""
+    cap = daily_cap(cluster)
+    if cap <= 0:
+        return []
+    now = snapshot.now
+    found = []
+    for job in snapshot.jobs:
+        if job.preemption_times and job.state in QUEUED_STATES:
+            state = cap_state(job, cap, now, within=within)
+            if state.near:
+                found.append((job, state))
+    found.sort(key=lambda p: (p[1].left or 0, -p[1].last_24h, job_id_key(p[0].id)))
+    return found
+
+
+# -- totals and one job's history ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerTotal:
+    """Preemptions of one tenant's or one class's jobs."""
+
+    name: str
+    last_24h: int
+    total: int
+    #: its jobs preempted at least once
+    jobs: int
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerTotals:
+    #: most preempted in 24 h first (then in all, then by name)
+    tenants: list[LedgerTotal]
+    classes: list[LedgerTotal]
+
+
+def _totals(rows: Iterable[LedgerRow], key: str) -> list[LedgerTotal]:
+    sums: dict[str, list[int]] = {}
+    for row in rows:
+        name = row.job.tenant if key == "tenant" else row.job.job_class
+        acc = sums.setdefault(name, [0, 0, 0])
+        acc[0] += row.last_24h
+        acc[1] += row.total
+        acc[2] += 1
+    totals = [LedgerTotal(name, a, b, c) for name, (a, b, c) in sums.items()]
+    totals.sort(key=lambda t: (-t.last_24h, -t.total, t.name))
+    return totals
+
+
+def ledger_totals(rows: Iterable[LedgerRow]) -> LedgerTotals:
+    """Per tenant and per class: preemptions in the last 24 h and in all (of `LedgerView.jobs`,
+    of one cluster or of several together)."""
+    rows = list(rows)
+    return LedgerTotals(_totals(rows, "tenant"), _totals(rows, "class"))
+
+
+def job_preemptions(snapshot: Snapshot, job_id: str) -> tuple[list[LedgerEvent], list[LedgerEvent]]:
+    """One job's preemption history, newest first: the times it was preempted (a time the job
+    records without an event, e.g. older than the backend's event log, with preemptor and loss
+    unknown), and the jobs it preempted (known only where the backend records events)."""
+    events = preemption_events(snapshot)
+    victim = [e for e in events if e.victim == job_id]
+    job = snapshot.job(job_id)
+    if job is not None and len(victim) < len(job.preemption_times):
+        known = {e.time for e in victim}
+        victim += [LedgerEvent(t, job.id, None, job.gpus, None, None, "") for t in job.preemption_times
+                   if t not in known]  # fmt: skip
+        victim.sort(key=lambda e: -e.time.timestamp())
+    return victim, [e for e in events if e.preemptor == job_id]

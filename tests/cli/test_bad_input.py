@@ -131,10 +131,10 @@ def test_snapshot_missing_file(gpuq: Run, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_unknown_backend_lists_backends(gpuq: Run, where: str) -> None:
-    args = ["--backend", "kubernetes", "queue"] if where == "before" else ["queue", "--backend", "kubernetes"]
+    args = ["--backend", "lsf", "queue"] if where == "before" else ["queue", "--backend", "lsf"]
     err = _clean_failure(gpuq(*args), 2)
-    assert "unknown backend 'kubernetes'" in err
-    assert "available:" in err
+    assert "unknown backend 'lsf'" in err
+    assert "available: demo, slurm, kubernetes" in err
 
 
 def test_unknown_backend_even_with_snapshot(gpuq: Run, small: str) -> None:

@@ -172,7 +172,7 @@ def test_tui_missing_is_a_clear_error(gpuq: Run, small: str, monkeypatch: pytest
     monkeypatch.setitem(sys.modules, "gpuq.tui.app", None)  # makes the import fail
     result = gpuq("--snapshot", small, "tui")
     assert result.exit_code == 1
-    assert "TUI is not available" in result.stderr
+    assert "the console is not available in this installation" in result.stderr
 
 
 def test_open_clusters_one_per_configured_cluster(fake: Any, xdg: dict[str, Path]) -> None:

@@ -1,0 +1,563 @@
+"""The console: `make_app` builds it (for `gpuq tui`, plain `gpuq` on a terminal and the tests
+alike, posting's single factory).
+
+The app owns the clusters' refresh (`RefreshState` per cluster, reads in worker threads, never
+on the UI thread), the last good snapshot of each, the scope (one cluster, or all of them: the
+combined view), the selected job, and which pane is showing. Panes (gpuq/tui/panes/) compute
+their view models in a worker too (`Pane.compute`) and only render on the UI thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import BindingType
+from textual.containers import Vertical
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Input, Static
+
+from gpuq.errors import BadInput, GpuqError
+from gpuq.model import Snapshot
+from gpuq.service import Cluster
+from gpuq.textsafe import visible
+from gpuq.timefmt import format_duration, format_time
+from gpuq.tui.keymap import bindings
+from gpuq.tui.messages import Computed, Refreshed, RefreshFailed
+from gpuq.tui.panes import pane_classes
+from gpuq.tui.panes.base import ClusterItem, Pane, PaneContext, Selection
+from gpuq.tui.refresh import RefreshState
+from gpuq.tui.replay_controls import ReplayControls
+from gpuq.tui.replaying import ReplayClock, scrubber_line
+from gpuq.tui.widgets.table import ViewTable
+
+if TYPE_CHECKING:
+    from gpuq.service import Recorder, Replay
+    from gpuq.tui.options import ConsoleSetup
+
+__all__ = ["ConsoleSettings", "GpuqConsole", "make_app"]
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleSettings:
+    refresh_s: float = 2.0
+    theme: str = "dark"
+    read_only: bool = False
+    #: why actions are off, when they are (shown instead of the action)
+    read_only_reason: str = "the console was started read-only (--read-only, or read_only = true in the config)"
+    #: action id -> keys, from `[console.keys]` (checked by `keymap.check_keys`)
+    keys: Mapping[str, str] = field(default_factory=dict)
+    #: the view shown first
+    first_view: str = "queue"
+
+
+class GpuqConsole(ReplayControls, App[None]):
+    """See the module docstring."""
+
+    CSS_PATH = "gpuq.tcss"
+    TITLE = "gpuq"
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings("app"), *bindings("replay")]
+    #: the built-in theme colours gpuq's own variables fall back to in a theme without them
+    _FALLBACKS: ClassVar[dict[str, str]] = {
+        "gpuq-pending": "warning", "gpuq-running": "success", "gpuq-suspended": "accent",
+        "gpuq-finished": "foreground-muted", "gpuq-sla-ok": "success", "gpuq-sla-risk": "warning",
+        "gpuq-sla-breach": "error", "gpuq-gpu-idle": "foreground-muted", "gpuq-gpu-down": "error",
+        "gpuq-stale": "warning", "gpuq-tenant-0": "primary", "gpuq-tenant-1": "secondary", "gpuq-tenant-2": "accent",
+        "gpuq-tenant-3": "success", "gpuq-tenant-4": "warning", "gpuq-tenant-5": "error",
+        "gpuq-tenant-6": "primary-lighten-2", "gpuq-tenant-7": "secondary-lighten-2",
+    }  # fmt: skip
+
+    def __init__(self, clusters: Sequence[Cluster], settings: ConsoleSettings | None = None, *,
+                 clock: Clock = time.time, themes: Mapping[str, Any] | None = None,
+                 recorder: Recorder | None = None, replay: Replay | None = None) -> None:  # fmt: skip
+        super().__init__()
+        if not clusters:
+            raise GpuqError("no cluster to show")
+        self.clusters = list(clusters)
+        self.settings = settings or ConsoleSettings()
+        self.clock = clock
+        self.refreshes = [RefreshState(self.settings.refresh_s) for _ in self.clusters]
+        self.snapshots: list[Snapshot | None] = [None] * len(self.clusters)
+        #: -1: every cluster (the combined view)
+        self.scope = 0
+        self.selected: Selection | None = None
+        self.filter_text = ""
+        self.view_id = self.settings.first_view
+        self._history: list[str] = []
+        self._token = 0
+        self._computing = False
+        self._again = False
+        #: `--record DIR`: every successful read is kept (in the reading worker)
+        self.recorder = recorder
+        #: `--replay DIR`: snapshots come from a recording, moved by the scrubber
+        self.replay = replay
+        self.replay_clock = ReplayClock(replay.times(self.clusters[0].name)) if replay is not None else None
+        self._played_at = 0.0
+        self._prompt_mode = ""
+        self._started = False
+        for theme in (themes or {}).values():
+            self.register_theme(theme)
+        if themes and self.settings.theme in themes:
+            self.theme = self.settings.theme
+        if self.settings.keys:
+            self.set_keymap(dict(self.settings.keys))
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:  # fmt: skip
+        """Every notification is plain text: what it says often comes from outside (an error
+        naming a job, a cluster, a reason), and Textual would read `[...]` in it as markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        colours = self.current_theme.to_color_system().generate()
+        return {name: colours.get(base, colours["foreground"]) for name, base in self._FALLBACKS.items()}
+
+    # -- layout
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status")
+        yield Static(id="banner")
+        with ContentSwitcher(initial=f"pane-{self.view_id}", id="panes"):
+            for cls in pane_classes():
+                yield cls()
+        with Vertical(id="prompt-box"):
+            yield Input(id="prompt")
+        if self.replay is not None:
+            yield Static(id="scrubber")
+        yield Footer()
+
+    @property
+    def pane(self) -> Pane:
+        return self.query_one(f"#pane-{self.view_id}", Pane)
+
+    def on_mount(self) -> None:
+        self._started = True
+        self.query_one("#banner").display = False
+        self.query_one("#prompt-box").display = False
+        self.set_interval(0.25, self._tick)
+        self._tick()
+        self._focus_pane()
+        self._paint_status()
+
+    # -- refreshing
+
+    def _tick(self) -> None:
+        now = self.clock()
+        if self.replay is not None:
+            self._play(now)
+        for index, state in enumerate(self.refreshes):
+            if self.replay is not None and self.snapshots[index] is not None:
+                continue  # a recording changes only when the scrubber moves
+            if (self.scope in (-1, index) or self.snapshots[index] is None) and state.due(now):
+                state.start(now)
+                self._read(index)
+        self._paint_status()
+
+    def action_refresh_now(self) -> None:
+        for index, state in enumerate(self.refreshes):
+            if not state.running and self.scope in (-1, index):
+                state.start(self.clock())
+                self._read(index)
+
+    @work(thread=True, exit_on_error=False)
+    def _read(self, index: int) -> None:
+        started = time.perf_counter()
+        try:
+            snapshot = self.clusters[index].refresh(ledger=True)
+        except GpuqError as exc:
+            self.post_message(RefreshFailed(index, str(exc)))
+        except Exception as exc:  # noqa: BLE001 - a backend bug must not take the console down
+            self.post_message(RefreshFailed(index, f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(Refreshed(index, snapshot, time.perf_counter() - started))
+            self._record(snapshot)
+
+    def _record(self, snapshot: Snapshot) -> None:
+        """Keep the read in the recording (worker thread); a failure stops recording, said once."""
+        recorder = self.recorder
+        if recorder is None or recorder.stopped is not None:
+            return
+        try:
+            recorder.add(snapshot)
+        except GpuqError as exc:
+            self.call_from_thread(self.notify, visible(f"recording stopped: {exc}"), severity="error", timeout=30)
+
+    @on(Refreshed)
+    def _refreshed(self, message: Refreshed) -> None:
+        self.refreshes[message.index].succeeded(self.clock())
+        self.snapshots[message.index] = message.snapshot
+        if self.scope in (-1, message.index):
+            self.recompute()
+        self._paint_status()
+
+    @on(RefreshFailed)
+    def _failed(self, message: RefreshFailed) -> None:
+        self.refreshes[message.index].failed(self.clock(), message.error)
+        if self.scope in (-1, message.index) and self.snapshots[message.index] is None:
+            self.recompute()  # the pane shows why there is nothing
+        self._paint_status()
+
+    # -- computing what the pane shows
+
+    def context(self) -> PaneContext | None:
+        indexes = range(len(self.clusters)) if self.scope == -1 else (self.scope,)
+        items = tuple(
+            ClusterItem(i, self.clusters[i], snap) for i in indexes if (snap := self.snapshots[i]) is not None
+        )
+        if not items:
+            return None
+        return PaneContext(items, self.selected, self.filter_text, self.scope == -1)
+
+    def recompute(self) -> None:
+        """Compute the visible pane's model again (in a worker; one at a time, the latest wins)."""
+        if not self._started or not self.is_running:  # (a read that came back as the console closed)
+            return
+        if self._computing:
+            self._again = True
+            return
+        ctx = self.context()
+        pane = self.pane
+        if ctx is None:
+            self._paint_empty()
+            return
+        if pane.needs_selection and self.selected is None:
+            self._paint_empty("select a job in the queue first (1, then the arrows)")
+            return
+        self._paint_empty(None)
+        self._token += 1
+        self._computing = True
+        self._compute(pane, ctx, pane.params(), self._token)
+
+    @work(thread=True, exit_on_error=False, group="compute")
+    def _compute(self, pane: Pane, ctx: PaneContext, params: Any, token: int) -> None:
+        started = time.perf_counter()
+        try:
+            model = pane.compute(ctx, params)
+        except GpuqError as exc:
+            self.post_message(Computed(pane.view_id, token, None, 0.0, str(exc)))
+            return
+        except Exception as exc:  # noqa: BLE001 - shown, not raised: the console stays up
+            self.post_message(Computed(pane.view_id, token, None, 0.0, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(Computed(pane.view_id, token, model, time.perf_counter() - started))
+
+    @on(Computed)
+    def _computed(self, message: Computed) -> None:
+        self._computing = False
+        if not self._started or not self.is_running:  # a result that outlived the console
+            return
+        if message.token == self._token and message.view_id == self.view_id:
+            if message.error is not None:
+                self.notify(visible(message.error), title=f"{self.pane.title} view", severity="error")
+            else:
+                self.pane.show(message.model)
+                self._sync_selection()
+        if self._again:
+            self._again = False
+            self.recompute()
+        self._paint_status()
+
+    # -- what the operator sees around the pane
+
+    def _scope_name(self) -> str:
+        if self.scope == -1:
+            return "all clusters"
+        return self.clusters[self.scope].name
+
+    def _paint_status(self) -> None:
+        if not self._started or not self.is_running:  # (shutting down: the widgets are going)
+            return
+        now = self.clock()
+        names = []
+        for i, cluster in enumerate(self.clusters):
+            name = visible(cluster.name)
+            names.append(f"[{name}]" if i == self.scope else name)
+        if len(self.clusters) > 1:
+            names.append("[all]" if self.scope == -1 else "all")
+        snap = self.snapshots[self.scope] if self.scope >= 0 else next((s for s in self.snapshots if s), None)
+        at = f" · cluster time {format_time(float(int(snap.now)))}" if snap is not None else ""
+        mode = " · READ-ONLY" if self.settings.read_only and self.replay is None else ""
+        if self.recorder is not None:
+            stopped = self.recorder.stopped
+            mode += (f" · REC {self.recorder.bytes_written / 1e6:.1f} MB" if stopped is None
+                     else " · REC stopped")  # fmt: skip
+        status = self.pane.status() if self._has_data() else ""
+        line = f"gpuq · {' '.join(names)} · {self.pane.title}{at}{mode}"
+        if self.filter_text:
+            line += f" · filter /{visible(self.filter_text)}"
+        if status:
+            line += f" · {status}"
+        self.query_one("#status", Static).update(_plain(line))
+        if self.replay_clock is not None:
+            width = self.size.width or 80
+            self.query_one("#scrubber", Static).update(_plain(scrubber_line(self.replay_clock, width)))
+        banner = self.query_one("#banner", Static)
+        stale = [(i, s) for i, s in enumerate(self.refreshes) if s.stale and self.scope in (-1, i)]
+        if stale:
+            parts = []
+            for i, s in stale:
+                assert s.failing_since is not None
+                since = format_time(float(int(s.failing_since)))
+                what = "no data yet" if self.snapshots[i] is None else f"stale since {since}"
+                parts.append(f"{visible(self.clusters[i].name)}: {what}: {visible(s.error or '')} "
+                             f"(retrying in {format_duration(s.retry_in(now))})")  # fmt: skip
+            banner.update(_plain(" · ".join(parts)))
+            banner.display = True
+        else:
+            banner.display = False
+
+    def _has_data(self) -> bool:
+        return self.context() is not None
+
+    def _paint_empty(self, why: str | None = "") -> None:
+        """The pane's place when there is nothing to show yet: why, never a traceback."""
+        empty = self.query("#empty")
+        if why is None:
+            for widget in empty:
+                widget.remove()
+            self.query_one("#panes").display = True
+            return
+        if not why:
+            errors = [s.error for i, s in enumerate(self.refreshes) if s.error and self.scope in (-1, i)]
+            why = (f"cannot read {self._scope_name()}: {errors[0]}" if errors
+                   else f"reading {self._scope_name()} …")  # fmt: skip
+        self.query_one("#panes").display = False
+        if empty:
+            empty.first(Static).update(_plain(visible(why)))
+        else:
+            self.mount(Static(_plain(visible(why)), id="empty"), before=self.query_one("#prompt-box"))
+
+    # -- navigation
+
+    def action_show_view(self, view_id: str) -> None:
+        if view_id == self.view_id:
+            return
+        self._history.append(self.view_id)
+        self._switch(view_id)
+
+    def _switch(self, view_id: str) -> None:
+        self._remember_selection()
+        self.view_id = view_id
+        self.query_one("#panes", ContentSwitcher).current = f"pane-{view_id}"
+        self._focus_pane()
+        self.recompute()
+        self._paint_status()
+
+    def action_go_back(self) -> None:
+        if self.query_one("#prompt-box").display:
+            self._close_prompt()
+            return
+        if self.filter_text:
+            self.filter_text = ""
+            self.recompute()
+        elif self._history:
+            self._switch(self._history.pop())
+        self._paint_status()
+
+    def _focus_pane(self) -> None:
+        tables = self.pane.query(ViewTable)
+        if tables:
+            tables.first().focus()
+        else:
+            self.pane.focus()
+
+    def _remember_selection(self) -> None:
+        chosen = self.pane.selection()
+        if chosen is not None:
+            self.selected = chosen
+
+    def _sync_selection(self) -> None:
+        chosen = self.pane.selection()
+        if chosen is not None:
+            self.selected = chosen
+
+    @on(ViewTable.Moved)
+    def _moved(self, event: ViewTable.Moved) -> None:
+        self._sync_selection()
+        self._paint_status()
+
+    @on(ViewTable.Opened)
+    def _opened(self, event: ViewTable.Opened) -> None:
+        self._sync_selection()
+        if self.selected is not None and self.view_id != "job":
+            self.action_show_view("job")
+
+    def action_open_selected(self) -> None:
+        self._sync_selection()
+        if self.selected is not None:
+            self.action_show_view("job")
+
+    def action_next_cluster(self) -> None:
+        self._set_scope(1)
+
+    def action_previous_cluster(self) -> None:
+        self._set_scope(-1)
+
+    def _set_scope(self, step: int) -> None:
+        if len(self.clusters) == 1:
+            self.notify("one cluster is configured: nothing to switch to", timeout=3)
+            return
+        order = [*range(len(self.clusters)), -1]
+        self.scope = order[(order.index(self.scope) + step) % len(order)]
+        self.recompute()
+        self._paint_status()
+
+    def set_scope_by_name(self, name: str) -> bool:
+        if name in ("all", "*"):
+            self.scope = -1 if len(self.clusters) > 1 else 0
+        else:
+            found = [i for i, c in enumerate(self.clusters) if c.name == name]
+            if not found:
+                return False
+            self.scope = found[0]
+        self.recompute()
+        self._paint_status()
+        return True
+
+    # -- the prompt: `/` filter and `:` commands
+
+    def action_filter(self) -> None:
+        self._open_prompt("/", self.filter_text)
+
+    def action_command(self) -> None:
+        self._open_prompt(":", "")
+
+    def _open_prompt(self, mode: str, value: str) -> None:
+        self._prompt_mode = mode
+        box, prompt = self.query_one("#prompt-box"), self.query_one("#prompt", Input)
+        prompt.placeholder = {
+            "/": "filter: part of an id, name, user, class, node or reason",
+            ":": "view (queue, gpus, sla, preemptions, job, preview, audit), theme NAME, cluster NAME, q",
+            "g": "jump to a recorded time: 2026-11-19T19:04:00Z, or 19:04[:00] on the first frame's day",
+        }[mode]
+        prompt.value = value
+        box.display = True
+        prompt.focus()
+
+    def _close_prompt(self) -> None:
+        self.query_one("#prompt-box").display = False
+        self._focus_pane()
+
+    @on(Input.Submitted, "#prompt")
+    def _submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        mode = self._prompt_mode
+        self._close_prompt()
+        if mode == "/":
+            self.filter_text = text
+            self.recompute()
+        elif mode == "g":
+            self._jump_to(text)
+        else:
+            self.run_command(text)
+        self._paint_status()
+
+    def run_command(self, text: str) -> None:
+        """`:` commands, k9s style: a view name, `theme NAME`, `cluster NAME`, `q`."""
+        word, _, rest = text.partition(" ")
+        word, rest = word.lower(), rest.strip()
+        views = {cls.view_id for cls in pane_classes()}
+        if word in ("q", "quit", "q!"):
+            self.exit()
+        elif word in views:
+            self.action_show_view(word)
+        elif word == "theme" and rest:
+            if rest in self.available_themes:
+                self.theme = rest
+            else:
+                self.notify(f"no theme {visible(rest)!r} (themes: {', '.join(sorted(self.available_themes))})",
+                            severity="error")  # fmt: skip
+        elif word == "cluster" and rest:
+            if not self.set_scope_by_name(rest):
+                names = ", ".join(c.name for c in self.clusters)
+                self.notify(f"no cluster {visible(rest)!r} (clusters: {visible(names)}, all)", severity="error")
+        elif word:
+            self.notify(f"unknown command {visible(word)!r}: a view ({', '.join(sorted(views))}), theme NAME, "
+                        "cluster NAME or q", severity="error")  # fmt: skip
+
+    # -- the command palette (ctrl+p): views, clusters, themes, actions, refresh
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for cls in pane_classes():
+            yield SystemCommand(f"View: {cls.title}", f"Show the {cls.title} view",
+                                partial(self.action_show_view, cls.view_id))  # fmt: skip
+        if len(self.clusters) > 1:
+            for cluster in self.clusters:
+                name = cluster.name
+                yield SystemCommand(f"Cluster: {visible(name)}", f"Show cluster {visible(name)} only",
+                                    partial(self.set_scope_by_name, name))  # fmt: skip
+            yield SystemCommand("Cluster: all", "Every cluster in one view", partial(self.set_scope_by_name, "all"))
+        for name in sorted(self.available_themes):
+            yield SystemCommand(f"Theme: {name}", f"Colours of the {name} theme", partial(self._set_theme, name))
+        yield SystemCommand("Refresh now", "Read the cluster(s) again", self.action_refresh_now)
+        if not self.settings.read_only:
+            for kind in ("bump", "exempt", "preempt", "resume"):
+                yield SystemCommand(f"Action: {kind}", f"{kind.capitalize()} the selected job",
+                                    partial(self.action_act, kind))  # fmt: skip
+
+    def _set_theme(self, name: str) -> None:
+        self.theme = name
+
+    # -- help and actions
+
+    def action_help(self) -> None:
+        from gpuq.tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen(self.settings.keys))
+
+    def action_act(self, kind: str) -> None:
+        if self.settings.read_only:
+            self.notify(f"{kind} is disabled: {self.settings.read_only_reason}", severity="warning")
+            return
+        self._sync_selection()
+        if self.selected is None:
+            self.notify(f"select a job to {kind} first (the queue: 1, then the arrows)", severity="warning")
+            return
+        from gpuq.tui.screens.action import ActionScreen
+
+        cluster = self.clusters[self.selected.index]
+        self.push_screen(ActionScreen(kind, cluster, self.selected.job_id), callback=self._acted)
+
+    def _acted(self, result: object) -> None:
+        self.action_refresh_now()
+
+    def action_what_if(self) -> None:
+        """`w`: the Preview view asks for a what-if request."""
+        from gpuq.tui.panes.preview import PreviewPane
+
+        self.action_show_view("preview")
+        self.query_one(PreviewPane).ask_what_if()
+
+
+def _plain(text: str) -> Any:
+    """A Static's content as text, never markup (cluster names, errors and filters are outside text)."""
+    from rich.text import Text
+
+    return Text(text)
+
+
+def make_app(setup: ConsoleSetup) -> GpuqConsole:
+    """The console, with the built-in and user themes loaded: the one factory for `gpuq tui` and
+    the tests."""
+    from gpuq.tui.themes import load_themes
+
+    themes, warnings = load_themes()
+    if setup.settings.theme not in themes:
+        raise BadInput(f"no theme {setup.settings.theme!r} (themes: {', '.join(sorted(themes))})")
+    app = GpuqConsole(setup.clusters, setup.settings, clock=setup.clock, themes=themes, recorder=setup.recorder,
+                      replay=setup.replay)  # fmt: skip
+    for note in setup.replay.notes if setup.replay is not None else ():
+        warnings.append(note)
+    for warning in warnings:
+        app.call_later(app.notify, visible(warning), severity="warning")
+    return app
+

@@ -1,0 +1,35 @@
+"""Typed messages workers post to the console (harlequin's pattern): the UI thread reacts to them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+from gpuq.model import Snapshot
+
+__all__ = ["Computed", "RefreshFailed", "Refreshed"]
+
+
+class Refreshed(Message):
+    """A cluster was read: its new snapshot (worker thread → UI)."""
+
+    def __init__(self, index: int, snapshot: Snapshot, took_s: float) -> None:
+        super().__init__()
+        self.index, self.snapshot, self.took_s = index, snapshot, took_s
+
+
+class RefreshFailed(Message):
+    """A read failed; the last good snapshot stays on screen, marked stale."""
+
+    def __init__(self, index: int, error: str) -> None:
+        super().__init__()
+        self.index, self.error = index, error
+
+
+class Computed(Message):
+    """A pane's view model, computed for the parameters of `token` (older ones are dropped)."""
+
+    def __init__(self, view_id: str, token: int, model: Any, took_s: float, error: str | None = None) -> None:
+        super().__init__()
+        self.view_id, self.token, self.model, self.took_s, self.error = view_id, token, model, took_s, error

@@ -1,0 +1,178 @@
+"""The Queue view: every queued job of the cluster(s) in scope, sortable and filterable."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+
+from gpuq.tui.panes.base import Pane, PaneContext, Selection
+from gpuq.tui.widgets.table import TableData, ViewTable
+from gpuq.views.columns import CONSOLE_QUEUE
+from gpuq.views.queue import QueueFilter, QueueRow, SortKey, queue_rows, sort_rows
+from gpuq.views.queuecells import SORT_BY_COLUMN, matches, queue_cells, queue_tones
+
+__all__ = ["QueuePane", "QueueParams"]
+
+#: a combined view's row: the cluster's index and name with the queue row
+Row = tuple[int, str, QueueRow, float]
+#: rows no longer shown are freed in a worker above this many (fewer are freed in no time)
+FREE_AFTER = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class QueueParams:
+    #: pending jobs first (what the operator is paged for), each state by effective priority
+    sort: str = "STATE"
+    descending: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QueueModel:
+    rows: list[Row]
+    total: int
+    params: QueueParams
+    combined: bool
+
+
+class QueuePane(Pane):
+    view_id = "queue"
+    title = "Queue"
+
+    def __init__(self) -> None:
+        super().__init__(id="pane-queue")
+        self._params = QueueParams()
+        self._total = 0
+        self._shown = 0
+        self._combined = False
+        #: what the last model was computed from, and the model: a refresh that brings the very
+        #: same snapshots (a snapshot file's does) is not computed again (worker thread)
+        self._last: tuple[_Inputs, QueueModel] | None = None
+        #: the model on screen (UI thread)
+        self._model: QueueModel | None = None
+
+    def compose(self) -> ComposeResult:
+        yield ViewTable(CONSOLE_QUEUE, empty_text="no queued jobs", sortable=tuple(SORT_BY_COLUMN), id="queue-table")
+
+    @property
+    def table(self) -> ViewTable:
+        return self.query_one("#queue-table", ViewTable)
+
+    def params(self) -> QueueParams:
+        return self._params
+
+    def compute(self, ctx: PaneContext, params: Any) -> QueueModel:
+        assert isinstance(params, QueueParams)
+        inputs = _Inputs(tuple((i.index, i.snapshot) for i in ctx.items), params, ctx.filter, ctx.combined)
+        last = self._last
+        if last is not None and last[0].same(inputs):
+            return last[1]
+        primary = SortKey(SORT_BY_COLUMN.get(params.sort, "effective"), params.descending)
+        # ties within the chosen column: the highest effective priority first
+        keys = (primary,) if primary.name == "effective" else (primary, SortKey("effective", True))
+        needle = ctx.filter.lower()
+        rows: list[Row] = []
+        total = 0
+        for item in ctx.items:
+            found = queue_rows(item.cluster, item.snapshot, QueueFilter(sort=keys))
+            total += len(found)
+            if needle:
+                found = [r for r in found if matches(r, needle)]
+            name, now = item.snapshot.cluster, item.snapshot.now
+            rows.extend(zip(repeat(item.index), repeat(name), found, repeat(now)))
+        if len(ctx.items) > 1:  # one order over every cluster's rows
+            queue = [r[2] for r in rows]
+            by_row = {id(r[2]): r for r in rows}
+            sort_rows(queue, keys)
+            rows = [by_row[id(q)] for q in queue]
+        model = QueueModel(rows, total, params, ctx.combined)
+        self._last = (inputs, model)
+        return model
+
+    def show(self, model: Any) -> None:
+        assert isinstance(model, QueueModel)
+        self._total, self._shown, self._combined = model.total, len(model.rows), model.combined
+        spec = CONSOLE_QUEUE
+        if not model.combined:  # the CLUSTER column only where several are shown
+            from gpuq.views.columns import TableSpec
+
+            spec = TableSpec(spec.name, spec.columns[1:], spec.header)
+
+        offset = 0 if model.combined else 1
+
+        def cells(row: Row) -> Sequence[str]:
+            return queue_cells(row[2], row[3], row[1])[offset:]
+
+        def tones(row: Row) -> Sequence[str | None]:
+            return (None, *queue_tones(row[2]))[offset:]
+
+        previous, self._model = self._model, model
+        self.table.set_data(TableData(spec, model.rows, cells, _key, tones,  # type: ignore[arg-type]
+                                      sorted_by=model.params.sort, descending=model.params.descending))  # fmt: skip
+        old = previous.rows if previous is not None else None
+        if old is not None and old is not model.rows and previous is not self._last_model() and len(old) > FREE_AFTER:
+            # Freeing 200,000 rows at once holds the interpreter ~0.1 s: once the new rows are on
+            # screen, a worker frees the old a slice at a time, so keys and frames go on meanwhile.
+            self.call_after_refresh(self.run_worker, partial(_free, old), thread=True, group="queue-free",
+                                    exit_on_error=False, description="free the previous queue rows")  # fmt: skip
+
+    def _last_model(self) -> QueueModel | None:
+        last = self._last
+        return last[1] if last is not None else None
+
+    def selection(self) -> Selection | None:
+        row = self.table.cursor_row()
+        return Selection(row[0], row[2].job.id) if row is not None else None
+
+    def status(self) -> str:
+        hidden = self.table.hidden
+        shown = f"{self._shown} of {self._total} jobs" if self._shown != self._total else f"{self._total} jobs"
+        more = f" · {len(hidden)} columns hidden: a wider terminal shows them" if hidden else ""
+        return shown + more
+
+    @on(ViewTable.SortAsked)
+    def _sort(self, event: ViewTable.SortAsked) -> None:
+        event.stop()
+        current = self._params
+        if event.column is None:
+            self._params = QueueParams(current.sort, not current.descending)
+        elif event.column != current.sort:
+            # numbers read best largest first, names alphabetically
+            self._params = QueueParams(event.column, event.column not in ("ID", "USER", "TENANT", "STATE"))
+        else:
+            self._params = QueueParams(current.sort, not current.descending)
+        self.app.call_later(self.app.recompute)  # type: ignore[attr-defined]
+
+
+def _key(row: Row) -> str:
+    return f"{row[0]}/{row[2].job.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """What a queue model is computed from: the snapshots (compared by identity), the sort, the
+    filter and whether the view is combined."""
+
+    snapshots: tuple[tuple[int, Any], ...]
+    params: QueueParams
+    filter: str
+    combined: bool
+
+    def same(self, other: _Inputs) -> bool:
+        if (self.params, self.filter, self.combined) != (other.params, other.filter, other.combined):
+            return False
+        mine, theirs = self.snapshots, other.snapshots
+        if len(mine) != len(theirs):
+            return False
+        return all(a[0] == b[0] and a[1] is b[1] for a, b in zip(mine, theirs, strict=True))
+
+
+def _free(rows: list[Row]) -> None:
+    """Drop rows nothing shows any more, a slice at a time (worker thread)."""
+    while rows:
+        del rows[-2000:]

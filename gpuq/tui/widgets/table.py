@@ -1,0 +1,461 @@
+"""`ViewTable`: every table of the console, drawn line by line from a view's rows.
+
+A queue of 200,000 jobs cannot be a widget per cell (Textual's DataTable builds every row up
+front): this is a Line API widget (`ScrollView.render_line`) that formats only the rows on screen,
+caching their cells until the data changes. A refresh hands it new rows (`set_data`): nothing is
+rebuilt, the rows on screen are drawn again, and the cursor stays on the same job (rows are
+matched by key), as does the selection.
+
+Columns follow the view layer's `TableSpec` (gpuq/views/columns.py), as the CLI's tables do: an
+id, a number or a word is never cut; when the columns do not fit, the least important are
+dropped (`hidden` says which) and free text is cut at the end with "…". Cells are plain text from
+the views, passed through `visible` and drawn as segments, so nothing from outside is ever read
+as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from gpuq.textsafe import cell_width, visible
+from gpuq.tui.keymap import bindings
+from gpuq.tui.widgets.tones import component_style
+from gpuq.views.columns import Column, Kind, TableSpec
+
+__all__ = ["TableData", "ViewTable"]
+
+R = TypeVar("R")
+#: cells of one row: one text per column of the spec
+Cells = tuple[str, ...]
+#: styles of one row: per column, a style name (`STYLE_NAMES`) or None
+Tones = tuple[str | None, ...]
+
+GAP = 2
+#: free text is not made narrower than this; narrower, the column is dropped instead
+TEXT_MIN = 12
+#: the style names a view may give a cell (each a component class, styled by the theme)
+STYLE_NAMES = (
+    "pending", "running", "suspended", "finished", "ok", "risk", "breach", "muted", "stale", "down", "idle",
+    "new", *(f"tenant-{i}" for i in range(8)),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TableData(Generic[R]):
+    """What a table shows: rows, how to turn one into cells, and its key (the job id)."""
+
+    spec: TableSpec
+    rows: Sequence[R]
+    cells: Callable[[R], Cells]
+    key: Callable[[R], str]
+    tones: Callable[[R], Tones] | None = None
+    #: the column the rows are sorted by, and whether descending (shown in the header)
+    sorted_by: str | None = None
+    descending: bool = False
+
+    @staticmethod
+    def empty(spec: TableSpec) -> TableData[Any]:
+        return TableData(spec, (), lambda r: (), lambda r: "")
+
+
+class ViewTable(ScrollView, can_focus=True):
+    """See the module docstring."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "viewtable--header", "viewtable--sorted", "viewtable--cursor", "viewtable--selected", "viewtable--empty",
+        *(f"viewtable--{name}" for name in STYLE_NAMES),
+    }  # fmt: skip
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup,ctrl+b", "page(-1)", "Page up", show=False),
+        Binding("pagedown,ctrl+f", "page(1)", "Page down", show=False),
+        Binding("home", "edge(0)", "First", show=False),
+        Binding("end,G", "edge(1)", "Last", show=False),
+        *bindings("table"),
+    ]
+    DEFAULT_CSS = """
+    ViewTable { height: 1fr; overflow-x: hidden; }
+    """
+
+    class Moved(Message):
+        """The cursor is on another row (or the rows changed under it)."""
+
+        def __init__(self, table: ViewTable, key: str | None) -> None:
+            super().__init__()
+            self.table, self.key = table, key
+
+        @property
+        def control(self) -> ViewTable:
+            return self.table
+
+    class Opened(Message):
+        """Enter on a row."""
+
+        def __init__(self, table: ViewTable, key: str) -> None:
+            super().__init__()
+            self.table, self.key = table, key
+
+        @property
+        def control(self) -> ViewTable:
+            return self.table
+
+    class SortAsked(Message):
+        """The operator asked for another sort (`column` None: reverse the current one)."""
+
+        def __init__(self, table: ViewTable, column: str | None) -> None:
+            super().__init__()
+            self.table, self.column = table, column
+
+        @property
+        def control(self) -> ViewTable:
+            return self.table
+
+    def __init__(self, spec: TableSpec, *, empty_text: str = "none", sortable: Sequence[str] = (),
+                 id: str | None = None) -> None:  # fmt: skip
+        super().__init__(id=id)
+        self._data: TableData[Any] = TableData.empty(spec)
+        self._cache: dict[int, tuple[Cells, Tones]] = {}
+        self._widths: dict[str, int] = {}
+        self._shown: list[tuple[Column, int]] = []
+        self._laid_out_for = -1
+        self.cursor = 0
+        self.selected: set[str] = set()
+        self.hidden: tuple[str, ...] = ()
+        self.empty_text = empty_text
+        #: columns the sort key cycles through (names of the spec)
+        self.sortable = tuple(sortable)
+        self._cursor_key: str | None = None
+        self._styles: dict[str, Style] = {}
+
+    # -- data
+
+    @property
+    def data(self) -> TableData[Any]:
+        return self._data
+
+    @property
+    def row_count(self) -> int:
+        return len(self._data.rows)
+
+    @property
+    def cursor_key(self) -> str | None:
+        return self._cursor_key
+
+    def cursor_row(self) -> Any | None:
+        rows = self._data.rows
+        return rows[self.cursor] if 0 <= self.cursor < len(rows) else None
+
+    def set_data(self, data: TableData[Any]) -> None:
+        """Show new rows, keeping the cursor on the same key (the nearest row if it is gone)."""
+        old_key, old_cursor = self._cursor_key, self.cursor
+        self._data, self._cache = data, {}
+        self._widths = {}
+        self._laid_out_for = -1
+        rows = data.rows
+        index = -1
+        if old_key is not None:
+            key = data.key
+            # the row is usually where it was, or near: look there first, then everywhere
+            index = _find_near(rows, key, old_key, old_cursor)
+        self.cursor = index if index >= 0 else min(old_cursor, max(0, len(rows) - 1))
+        self._cursor_key = data.key(rows[self.cursor]) if rows else None
+        live = {data.key(r) for r in rows} if self.selected else set()
+        self.selected &= live
+        self.virtual_size = Size(self.size.width, len(rows) + 1)
+        self._scroll_cursor_into_view()
+        self.refresh()
+        if self._cursor_key != old_key:
+            self.post_message(self.Moved(self, self._cursor_key))
+
+    def move_to(self, key: str) -> bool:
+        rows, get = self._data.rows, self._data.key
+        for i, row in enumerate(rows):
+            if get(row) == key:
+                self._set_cursor(i)
+                return True
+        return False
+
+    # -- cells and layout
+
+    def _row(self, index: int) -> tuple[Cells, Tones]:
+        found = self._cache.get(index)
+        if found is None:
+            data = self._data
+            row = data.rows[index]
+            cells = tuple(visible(c) for c in data.cells(row))
+            tones = data.tones(row) if data.tones else ()
+            found = self._cache[index] = (cells, tones)
+        return found
+
+    def _visible_range(self) -> range:
+        top = int(self.scroll_y)
+        return range(top, min(self.row_count, top + max(1, self.size.height - 1)))
+
+    def _layout(self) -> None:
+        """Widths from the header and the rows on screen (kept while scrolling, so columns do not
+        jump; widened when a row needs more), then the columns that fit."""
+        spec = self._data.spec
+        widths = self._widths
+        for i, column in enumerate(spec.columns):
+            need = widths.get(column.name, cell_width(self._header_text(column)))
+            for index in self._visible_range():
+                cells = self._row(index)[0]
+                if i < len(cells):
+                    w = cell_width(cells[i])
+                    if w > need:
+                        need = w
+            widths[column.name] = need
+        available = self.scrollable_content_region.width or self.size.width
+        keep = sorted(spec.columns, key=lambda c: c.rank)
+        chosen: list[Column] = []
+        used = 0
+        for column in keep:
+            want = widths[column.name] if not column.flexible else min(widths[column.name], TEXT_MIN)
+            extra = want + (GAP if chosen else 0)
+            if column.rank == 0 or used + extra <= available:
+                chosen.append(column)
+                used += extra
+        order = [c for c in spec.columns if c in chosen]
+        self.hidden = tuple(c.name for c in spec.columns if c not in chosen)
+        spare = max(0, available - used)
+        shown: list[tuple[Column, int]] = []
+        for column in order:
+            width = widths[column.name]
+            if column.flexible:
+                base = min(width, TEXT_MIN)
+                width = base + min(spare, width - base)
+                spare -= width - base
+            shown.append((column, width))
+        self._shown = shown
+        self._laid_out_for = available
+
+    def _header_text(self, column: Column) -> str:
+        data = self._data
+        if data.sorted_by == column.name:
+            return column.name + ("▼" if data.descending else "▲")
+        return column.name
+
+    def _ensure_layout(self) -> None:
+        available = self.scrollable_content_region.width or self.size.width
+        if available != self._laid_out_for:
+            self._layout()
+            return
+        # a row scrolled into view may need a wider column than any before it
+        names = [c.name for c in self._data.spec.columns]
+        for index in self._visible_range():
+            cells = self._row(index)[0]
+            for name, text in zip(names, cells, strict=False):
+                if cell_width(text) > self._widths.get(name, 0):
+                    self._layout()
+                    return
+
+    # -- drawing
+
+    def _style(self, name: str) -> Style:
+        found = self._styles.get(name)
+        if found is None:  # (blended once per theme: `notify_style_update` forgets them)
+            found = self._styles[name] = component_style(self, f"viewtable--{name}")
+        return found
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = {}
+
+    def render_line(self, y: int) -> Strip:
+        self._ensure_layout()
+        width = self.scrollable_content_region.width or self.size.width
+        base = self.rich_style
+        if y == 0:
+            return self._header_strip(width, base)
+        if not self.row_count:
+            if y == 1:
+                return Strip([Segment(self.empty_text.ljust(width)[:width], base + self._style("empty"))], width)
+            return Strip.blank(width, base)
+        index = int(self.scroll_y) + y - 1
+        if index >= self.row_count:
+            return Strip.blank(width, base)
+        cells, tones = self._row(index)
+        row_style = base
+        key = self._data.key(self._data.rows[index])
+        if key in self.selected:
+            row_style = row_style + self._style("selected")
+        if index == self.cursor and self.has_focus:
+            row_style = row_style + self._style("cursor")
+        elif index == self.cursor:
+            row_style = row_style + self._style("selected")
+        segments: list[Segment] = []
+        names = self._data.spec.names
+        for n, (column, w) in enumerate(self._shown):
+            i = names.index(column.name)
+            text = cells[i] if i < len(cells) else ""
+            text = _fit(text, w, column)
+            tone = tones[i] if i < len(tones) else None
+            style = row_style + self._style(tone) if tone else row_style
+            if index == self.cursor:
+                style = style + self._style("cursor") if self.has_focus else style
+            if n:
+                segments.append(Segment(" " * GAP, row_style))
+            segments.append(Segment(text, style))
+        return Strip(segments).adjust_cell_length(width, row_style)
+
+    def _header_strip(self, width: int, base: Style) -> Strip:
+        style = base + self._style("header")
+        segments = []
+        for n, (column, w) in enumerate(self._shown):
+            text = self._header_text(column)
+            cell = text.rjust(w) if column.right else text.ljust(w)
+            if n:
+                segments.append(Segment(" " * GAP, style))
+            sorted_style = style + self._style("sorted") if self._data.sorted_by == column.name else style
+            segments.append(Segment(cell, sorted_style))
+        return Strip(segments).adjust_cell_length(width, style)
+
+    # -- moving
+
+    def _set_cursor(self, index: int) -> None:
+        if not self.row_count:
+            return
+        index = max(0, min(self.row_count - 1, index))
+        changed = index != self.cursor
+        old = self.cursor
+        self.cursor = index
+        self._cursor_key = self._data.key(self._data.rows[index])
+        self._scroll_cursor_into_view()
+        self._repaint_rows(old, index)
+        if changed:
+            self.post_message(self.Moved(self, self._cursor_key))
+
+    def _repaint_rows(self, *indexes: int) -> None:
+        """Repaint the lines of these rows (`refresh_line` takes virtual lines: row i is line
+        i + 1, under the header)."""
+        for index in indexes:
+            self.refresh_line(index + 1)
+
+    def _scroll_cursor_into_view(self) -> None:
+        page = max(1, self.size.height - 1)
+        top = int(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + page:
+            self.scroll_to(y=self.cursor - page + 1, animate=False, immediate=True)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.virtual_size = Size(event.size.width, self.row_count + 1)
+        self._laid_out_for = -1
+        self._scroll_cursor_into_view()
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def action_cursor(self, step: int) -> None:
+        self._set_cursor(self.cursor + step)
+
+    def action_page(self, direction: int) -> None:
+        self._set_cursor(self.cursor + direction * max(1, self.size.height - 2))
+
+    def action_edge(self, end: int) -> None:
+        self._set_cursor(self.row_count - 1 if end else 0)
+
+    def action_open_selected(self) -> None:
+        if self._cursor_key is not None:
+            self.post_message(self.Opened(self, self._cursor_key))
+
+    def action_toggle_selection(self) -> None:
+        key = self._cursor_key
+        if key is None:
+            return
+        self.selected.symmetric_difference_update({key})
+        self._set_cursor(self.cursor + 1)
+        self.refresh()
+
+    def action_sort_next(self) -> None:
+        names = self.sortable or self._data.spec.names
+        current = self._data.sorted_by
+        nxt = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
+        self.post_message(self.SortAsked(self, nxt))
+
+    def action_sort_reverse(self) -> None:
+        self.post_message(self.SortAsked(self, None))
+
+    def on_click(self, event: events.Click) -> None:
+        y = event.y
+        if y == 0:  # a header: sort by that column
+            x = 0
+            for column, w in self._shown:
+                if x <= event.x < x + w + GAP:
+                    if not self.sortable or column.name in self.sortable:
+                        self.post_message(self.SortAsked(self, column.name))
+                    return
+                x += w + GAP
+            return
+        index = int(self.scroll_y) + y - 1
+        if 0 <= index < self.row_count:
+            if index == self.cursor and event.chain == 2:
+                self.action_open_selected()
+            self._set_cursor(index)
+
+
+def _find_near(rows: Sequence[Any], key: Callable[[Any], str], wanted: str, near: int, reach: int = 1000) -> int:
+    """The index of the row whose key is `wanted` (-1: none), looking outward from `near` first:
+    a refresh moves the cursor's row a few places at most, and 200,000 keys cost ~0.1 s."""
+    count = len(rows)
+    for step in range(reach + 1):
+        for i in (near + step, near - step) if step else (near,):
+            if 0 <= i < count and key(rows[i]) == wanted:
+                return i
+    return next((i for i, r in enumerate(rows) if key(r) == wanted), -1)
+
+
+def _fit(text: str, width: int, column: Column) -> str:
+    """A cell at the column's width: padded; free text cut with "…" (an id, a number or a word
+    is never cut: its column was made wide enough, or dropped)."""
+    w = cell_width(text)
+    if w > width and column.kind is Kind.LIST:
+        return _fit_items(text, width, column.sep)
+    if w > width and column.kind is Kind.TEXT:
+        out, used = [], 0
+        for ch in text:
+            cw = cell_width(ch)
+            if used + cw > width - 1:
+                break
+            out.append(ch)
+            used += cw
+        return "".join(out) + "…" + " " * (width - used - 1)
+    pad = " " * max(0, width - w)
+    return pad + text if column.right else text + pad
+
+
+def _fit_items(text: str, width: int, sep: str) -> str:
+    """A list cut between items, never inside one (an item is a node name): `a,b,…+3`."""
+    items = text.split(sep)
+    kept: list[str] = []
+    for n, item in enumerate(items):
+        rest = len(items) - n - 1
+        tail = f"{sep}…+{rest}" if rest else ""
+        candidate = sep.join([*kept, item])
+        if cell_width(candidate + tail) > width:
+            break
+        kept.append(item)
+    shown = sep.join(kept)
+    left = len(items) - len(kept)
+    if left:
+        shown = f"{shown}{sep}…+{left}" if kept else f"…+{left}"
+    return shown + " " * max(0, width - cell_width(shown))

@@ -1,0 +1,78 @@
+"""Console test fixtures: private XDG dirs, clusters on a fixed clock, the console built by the
+same factory `gpuq tui` uses (`make_app`), and a helper to wait for what a worker posts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuq.service import Cluster, open_cluster
+from gpuq.tui.app import ConsoleSettings, GpuqConsole, make_app
+from gpuq.tui.options import ConsoleSetup
+from tests.clock import FixedClock
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SMALL = FIXTURES / "snapshots" / "small.json"
+#: the console tests' wall clock: a weekday evening, UTC (2026-11-19T19:00:00Z)
+CONSOLE_T0 = 1_795_114_800.0
+
+
+@pytest.fixture(autouse=True)
+def xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Private config/state/cache dirs so no test reads or writes the operator's files."""
+    dirs = {name: tmp_path / f"xdg-{name}" for name in ("config", "state", "cache")}
+    for name, path in dirs.items():
+        monkeypatch.setenv(f"XDG_{name.upper()}_HOME", str(path))
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    return dirs
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(CONSOLE_T0)
+
+
+@pytest.fixture
+def demo_cluster(clock: FixedClock) -> Cluster:
+    """A demo cluster (seed 7) that stands still unless the test moves `clock`."""
+    return open_cluster(backend="demo", seed=7, clock=clock)
+
+
+@pytest.fixture
+def small_cluster() -> Cluster:
+    """The small fixture snapshot (read-only: a snapshot file cannot act)."""
+    return open_cluster(snapshot=str(SMALL))
+
+
+ConsoleFactory = Callable[..., GpuqConsole]
+
+
+@pytest.fixture
+def console(clock: FixedClock) -> ConsoleFactory:
+    """`console(clusters, **settings)`: the console as `gpuq tui` builds it, on the test clock."""
+
+    def build(clusters: list[Cluster], **settings: Any) -> GpuqConsole:
+        return make_app(ConsoleSetup(clusters, ConsoleSettings(**settings), clock))
+
+    return build
+
+
+async def wait_for(pilot: Any, predicate: Callable[[], object], timeout: float = 20.0) -> None:
+    """Let the app run until `predicate()` holds (workers post back in their own time)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("timed out waiting for the console")
+        await pilot.pause(0.05)
+
+
+async def loaded(pilot: Any) -> GpuqConsole:
+    """Wait until the first read of every cluster in scope is shown."""
+    app: GpuqConsole = pilot.app
+    await wait_for(pilot, lambda: app.context() is not None and not app._computing and app._token > 0)
+    return app

@@ -1,0 +1,279 @@
+"""The console's frame: the queue view, sorting, filtering, `:` commands, help, clusters and the
+combined view, refresh failures (stale banner, backoff, a backend down at start), resizing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.widgets import Static
+
+from gpuq.model import JobState, Node, NodeState
+from gpuq.model.codec import encode_snapshot
+from gpuq.service import Cluster
+from gpuq.tui.app import GpuqConsole
+from gpuq.tui.keymap import ACTIONS
+from gpuq.tui.widgets.table import ViewTable
+from gpuq.views.queue import QueueFilter, SortKey, queue_rows
+from tests.factories import make_job, make_snapshot
+from tests.tui.backends import flaky_cluster
+from tests.tui.conftest import CONSOLE_T0, SMALL, ConsoleFactory, loaded, wait_for
+
+
+def lines(table: ViewTable) -> list[str]:
+    return [table.render_line(y).text.rstrip() for y in range(table.size.height)]
+
+
+def status(app: GpuqConsole) -> str:
+    return str(app.query_one("#status", Static).render())
+
+
+def queue_table(app: GpuqConsole) -> ViewTable:
+    return app.query_one("#queue-table", ViewTable)
+
+
+async def test_queue_shows_the_views_rows_in_their_order(small_cluster: Cluster, console: ConsoleFactory) -> None:
+    app = console([small_cluster])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await loaded(pilot)
+        table = queue_table(app)
+        snap = small_cluster.snapshot()
+        # pending first (state order), each state by effective priority
+        wanted = QueueFilter(sort=(SortKey("state", False), SortKey("effective", True)))
+        expected = [r.job.id for r in queue_rows(small_cluster, snap, wanted)]
+        assert snap.job(expected[0]).state.value == "pending"  # type: ignore[union-attr]
+        assert [table.data.key(r).split("/")[1] for r in table.data.rows] == expected
+        shown = lines(table)
+        assert shown[0].split()[:3] == ["ID", "NAME", "USER"]
+        assert [line.split()[0] for line in shown[1 : 1 + len(expected)]] == expected
+        assert f"{len(expected)} jobs" in status(app)
+
+
+async def test_sort_keys_and_the_cursor_stays_on_its_job(small_cluster: Cluster, console: ConsoleFactory) -> None:
+    app = console([small_cluster])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await loaded(pilot)
+        table = queue_table(app)
+        await pilot.press("down")
+        chosen = table.cursor_key
+        assert chosen is not None and app.selected is not None and app.selected.job_id == chosen.split("/")[1]
+        await pilot.press("s")  # the next sortable column after STATE
+        await wait_for(pilot, lambda: table.data.sorted_by != "STATE")
+        by = table.data.sorted_by
+        assert f"{by}" in lines(table)[0]
+        assert table.cursor_key == chosen  # the same job, wherever its row went
+        before = [table.data.key(r) for r in table.data.rows]
+        await pilot.press("S")
+        await wait_for(pilot, lambda: [table.data.key(r) for r in table.data.rows] != before)
+        assert table.data.descending is not (by not in ("ID", "USER", "TENANT", "STATE"))
+        assert table.cursor_key == chosen
+
+
+async def test_filter_and_escape(small_cluster: Cluster, console: ConsoleFactory) -> None:
+    app = console([small_cluster])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await loaded(pilot)
+        table = queue_table(app)
+        everyone = table.row_count
+        user = table.data.rows[0][2].job.user
+        await pilot.press("slash", *user, "enter")
+        await wait_for(pilot, lambda: table.row_count < everyone)
+        assert all(user in (r[2].job.user + r[2].job.name + r[2].job.id) for r in table.data.rows)
+        assert f"filter /{user}" in status(app)
+        assert f"of {everyone} jobs" in status(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: table.row_count == everyone)
+        assert "filter" not in status(app)
+
+
+async def test_colon_commands(small_cluster: Cluster, console: ConsoleFactory) -> None:
+    app = console([small_cluster])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("colon", *"theme light", "enter")
+        assert app.theme == "light"
+        await pilot.press("colon", *"nonsense", "enter")
+        await pilot.pause()
+        assert any("unknown command 'nonsense'" in n.message for n in app._notifications)
+        await pilot.press("colon", *"q", "enter")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_help_lists_every_action_with_its_rebound_key(small_cluster: Cluster, console: ConsoleFactory) -> None:
+    app = console([small_cluster], keys={"bump": "B"})
+    async with app.run_test(size=(160, 60)) as pilot:
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        from gpuq.tui.screens.help import help_table
+
+        table = help_table(app.settings.keys)
+        ids = [str(c) for c in table.columns[1]._cells]
+        assert ids == [a.id for a in ACTIONS]
+        keys = dict(zip(ids, (str(c) for c in table.columns[0]._cells), strict=True))
+        assert keys["bump"] == "B" and keys["queue"] == "1"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.screen_stack[0]
+        bound = {key: b.binding.action for key, b in app.screen.active_bindings.items()}
+        assert bound.get("B") == "act('bump')" and "b" not in bound  # rebound, not added
+
+
+async def test_backend_down_at_start_explains_then_recovers(tmp_path: Path, clock: object,
+                                                             console: ConsoleFactory) -> None:  # fmt: skip
+    cluster, backend = flaky_cluster(SMALL, down=True)
+    app = console([cluster])
+    async with app.run_test(size=(100, 24)) as pilot:
+        await wait_for(pilot, lambda: backend.reads >= 1 and app.refreshes[0].failures >= 1)
+        await pilot.pause(0.1)
+        empty = str(app.query_one("#empty", Static).render())
+        assert "cannot read lab: cannot reach slurmctld of lab (connection refused)" in empty
+        banner = app.query_one("#banner", Static)
+        assert banner.display and "no data yet" in str(banner.render())
+        # Backoff: the next attempt waits twice the interval; nothing is read before then.
+        reads = backend.reads
+        clock.now += 3  # type: ignore[attr-defined]
+        await pilot.pause(0.4)
+        assert backend.reads == reads
+        backend.down = False
+        clock.now += 2  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: queue_table(app).row_count > 0)
+        assert not app.query("#empty") and not banner.display
+
+
+async def test_a_failed_refresh_keeps_the_data_marked_stale(clock: object, console: ConsoleFactory) -> None:
+    cluster, backend = flaky_cluster(SMALL)
+    app = console([cluster])
+    async with app.run_test(size=(100, 24)) as pilot:
+        await loaded(pilot)
+        rows = queue_table(app).row_count
+        backend.down = True
+        clock.now += 2.5  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: app.refreshes[0].stale)
+        await pilot.pause(0.3)
+        banner = str(app.query_one("#banner", Static).render())
+        assert "lab: stale since 2026-11-19T19:00:02Z: cannot reach slurmctld" in banner
+        assert "retrying in" in banner
+        assert queue_table(app).row_count == rows  # the last good data stays
+        backend.down = False
+        clock.now += 10  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: not app.refreshes[0].stale)
+        await pilot.pause(0.3)
+        assert not app.query_one("#banner", Static).display
+
+
+async def test_clusters_switch_and_combine(console: ConsoleFactory) -> None:
+    a, _ = flaky_cluster(SMALL, "alpha")
+    b, _ = flaky_cluster(SMALL, "beta")
+    app = console([a, b])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await loaded(pilot)
+        table = queue_table(app)
+        one = table.row_count
+        assert "[alpha] beta all" in status(app)
+        await pilot.press("right_square_bracket")
+        await wait_for(pilot, lambda: app.snapshots[1] is not None and "[beta]" in status(app))
+        await pilot.press("right_square_bracket")
+        await wait_for(pilot, lambda: table.row_count == 2 * one)
+        assert "[all]" in status(app)
+        assert lines(table)[0].split()[:2] == ["CLUSTER", "ID"]
+        assert {r[1] for r in table.data.rows} == {"alpha", "beta"}
+        # every job id appears once per cluster; the keys tell them apart
+        assert len({table.data.key(r) for r in table.data.rows}) == 2 * one
+        await pilot.press("colon", *"cluster beta", "enter")
+        await wait_for(pilot, lambda: table.row_count == one)
+        assert "[beta]" in status(app)
+
+
+async def test_outside_text_is_shown_as_data(tmp_path: Path, console: ConsoleFactory) -> None:
+    from gpuq.service import open_cluster
+
+    names = ["[/]", "[bold red]x", "\x1b[2Jclear", "\u202eevil"]
+    jobs = [make_job(str(100 + i), name=n, user=f"u{i}", state=JobState.PENDING, submit_time=CONSOLE_T0 - 60,
+                     reason="[/]\x1b]0;title\x07") for i, n in enumerate(names)]  # fmt: skip
+    snap = make_snapshot("[red]c", "snapshot", CONSOLE_T0, nodes=[Node("n1", 8, "H100", NodeState.IDLE)], jobs=jobs)
+    path = tmp_path / "odd.json"
+    path.write_bytes(encode_snapshot(snap))
+    app = console([open_cluster(snapshot=str(path))])
+    async with app.run_test(size=(200, 30)) as pilot:
+        await loaded(pilot)
+        text = "\n".join(lines(queue_table(app)))
+        assert "[/]" in text and "[bold red]x" in text
+        assert "\\x1b[2Jclear" in text and "\\u202eevil" in text and "\\x1b]0;title\\x07" in text
+        assert "\x1b" not in text and "\u202e" not in text
+        assert "[red]c" in status(app)
+
+
+async def test_narrow_terminal_drops_columns_never_cuts_ids(small_cluster: Cluster, console: ConsoleFactory) -> None:
+    app = console([small_cluster])
+    async with app.run_test(size=(60, 24)) as pilot:
+        await loaded(pilot)
+        table = queue_table(app)
+        ids = [r[2].job.id for r in table.data.rows]
+        shown = lines(table)
+        assert [line.split()[0] for line in shown[1 : 1 + len(ids)]] == ids
+        assert all(len(line) <= 60 for line in shown)
+        assert table.hidden and "columns hidden" in status(app)
+        await pilot.resize_terminal(200, 40)
+        await pilot.pause(0.2)
+        assert len(table.hidden) < len(lines(table)[0].split()) and "REASON" in lines(table)[0]
+
+
+async def test_resizing_while_refreshing(demo_cluster: Cluster, clock: object, console: ConsoleFactory) -> None:
+    app = console([demo_cluster])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        for width, height in ((40, 10), (200, 60), (20, 5), (80, 24), (1, 1), (120, 30)):
+            clock.now += 3  # type: ignore[attr-defined]
+            app.action_refresh_now()
+            await pilot.resize_terminal(width, height)
+            await pilot.pause(0.05)
+        await loaded(pilot)
+        assert queue_table(app).row_count > 0
+        assert app.is_running
+
+
+def test_static_content_is_never_markup() -> None:
+    from gpuq.tui.app import _plain
+
+    assert isinstance(_plain("[bold]x"), Text) and _plain("[bold]x").plain == "[bold]x"
+
+
+async def test_notifications_never_read_markup(small_cluster: Cluster, console: ConsoleFactory) -> None:
+    app = console([small_cluster])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("colon", *"cluster [bold]x[/]", "enter")
+        await pilot.pause(0.1)
+        (note,) = [n for n in app._notifications if "no cluster" in n.message]
+        assert "'[bold]x[/]'" in note.message and note.markup is False
+
+
+async def test_the_cursor_is_repainted_where_it_is_when_scrolled(tmp_path: Path, console: ConsoleFactory) -> None:
+    from gpuq.service import open_cluster
+
+    jobs = [make_job(str(1000 + i), state=JobState.PENDING, submit_time=CONSOLE_T0 - i) for i in range(300)]
+    snap = make_snapshot("many", "snapshot", CONSOLE_T0, nodes=[Node("n1", 8, "H100", NodeState.IDLE)], jobs=jobs)
+    path = tmp_path / "many.json"
+    path.write_bytes(encode_snapshot(snap))
+    app = console([open_cluster(snapshot=str(path))])
+    async with app.run_test(size=(100, 24)) as pilot:
+        await loaded(pilot)
+        table = queue_table(app)
+        await pilot.press("pagedown", "pagedown", "pagedown", "down", "down", "up")
+        await pilot.pause(0.1)
+        assert table.scroll_y > 0
+
+        def screen_rows() -> list[tuple[str, object]]:
+            strips = app.screen._compositor.render_strips()
+            top = table.region.y + 1  # under the header
+            return [(strips[y].text.split()[0], next(iter(strips[y])).style.bgcolor)  # type: ignore[union-attr]
+                    for y in range(top, table.region.bottom)]  # fmt: skip
+
+        rows = screen_rows()
+        first = int(table.scroll_y)
+        shown = table.data.rows[first : first + len(rows)]
+        assert [r[0] for r in rows] == [table.data.key(r).split("/")[1] for r in shown]
+        highlighted = [i for i, (_, bg) in enumerate(rows) if bg != rows[0 if table.cursor - first else 1][1]]
+        assert highlighted == [table.cursor - first]
