@@ -2,6 +2,7 @@
 
 `-o json` → `{"cluster", "taken_at", "jobs": [...]}`: each job is its `gpuq.snapshot/v1` object
 plus `wait_s`, `effective_priority`, `preemptions` and `preemptions_24h` (a stable interface).
+`--group` groups a table's pods by owner (`gpuq.views.groups`); JSON carries each job's `owner`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from gpuq.model import Job
 from gpuq.timefmt import format_time
 from gpuq.views.changes import format_priority
 from gpuq.views.columns import QUEUE
+from gpuq.views.groups import GroupRow, group_rows
 from gpuq.views.queue import SORT_KEYS, QueueFilter, QueueRow, QueueView, parse_sort, parse_states, queue_view
 
 __all__ = ["TABLE_LIMIT", "queue"]
@@ -99,19 +101,42 @@ def _note(job: Job, now: float) -> str:
 _STATE_STYLES = {"STATE": {"pending": "yellow", "running": "green", "suspended": "magenta"}}
 
 
-def _table(app: App, view: QueueView) -> None:
+#: before each pod of a group, under its group's line
+POD_MARK = "  └ "
+
+
+def _cells(row: QueueRow, now: float, mark: str = "") -> tuple[str | tuple[str, ...], ...]:
+    job = row.job
+    return (
+        mark + job.id, job.name, job.user, job.tenant, job.job_class, job.state.value, str(job.gpus),
+        str(job.priority), format_priority(row.effective_priority), fmt_duration(row.wait_s),
+        f"{row.preemptions_24h}/{row.preemptions}" if row.preemptions else "", tuple(job.nodes), _note(job, now),
+    )  # fmt: skip
+
+
+def _group_cells(group: GroupRow) -> tuple[str | tuple[str, ...], ...]:
+    return (
+        group.owner, f"{group.pods} pods", group.user or "", group.tenant or "", group.job_class or "",
+        group.states, str(group.gpus), "", format_priority(group.effective_priority), fmt_duration(group.wait_s),
+        f"{group.preemptions_24h}/{group.preemptions}" if group.preemptions else "", (), "",
+    )  # fmt: skip
+
+
+def _table(app: App, view: QueueView, group: bool = False) -> None:
     rows, total = view.rows, view.total
     shown = f"{total} jobs" if len(rows) == total else f"first {len(rows)} of {total} jobs (--limit 0 for all)"
     now = view.now
-    cells = [
-        (
-            job.id, job.name, job.user, job.tenant, job.job_class, job.state.value, str(job.gpus), str(job.priority),
-            format_priority(row.effective_priority), fmt_duration(row.wait_s),
-            f"{row.preemptions_24h}/{row.preemptions}" if row.preemptions else "", tuple(job.nodes), _note(job, now),
-        )  # fmt: skip
-        for row in rows
-        for job in (row.job,)
-    ]
+    if group:
+        cells, members = [], 0
+        for item in group_rows(rows):
+            if isinstance(item, GroupRow):
+                cells.append(_group_cells(item))
+                members = item.pods  # (its pods follow it)
+            else:
+                cells.append(_cells(item, now, POD_MARK if members else ""))
+                members = max(0, members - 1)
+    else:
+        cells = [_cells(row, now) for row in rows]
     print_table(app, QUEUE, cells, title=f"{view.cluster} at {fmt_time(view.taken_at)}: {shown}",
                 styles=_STATE_STYLES)  # fmt: skip
 
@@ -145,6 +170,11 @@ def _table(app: App, view: QueueView) -> None:
 )
 @click.option("--reverse", is_flag=True, help="Reverse the sort order.")
 @click.option(
+    "--group",
+    is_flag=True,
+    help="In a table, the pods of one owner (Job, JobSet, PyTorchJob...) under one line for them all.",
+)
+@click.option(
     "--limit",
     type=click.IntRange(min=0),
     help=f"Show only the first N jobs; 0 = all (default: all for json/csv, {TABLE_LIMIT} for a table).",
@@ -161,6 +191,7 @@ def queue(
     min_gpus: int,
     sort: tuple[str, ...],
     reverse: bool,
+    group: bool,
     limit: int | None,
 ) -> None:
     """List jobs with wait, effective priority and preemption counts (24h/total)."""
@@ -175,4 +206,4 @@ def queue(
     elif app.output == "csv":
         emit_csv(_CSV_HEADER, (_csv_row(r) for r in view.rows))
     else:
-        _table(app, view)
+        _table(app, view, group)

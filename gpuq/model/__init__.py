@@ -176,7 +176,7 @@ class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"jo
     """One job or pod; `job_class` is the snapshot's ``class`` field.
 
     The sixteen v1 fields come first and have no default, so they are always written, nulls
-    included; the optional extras after them (`reason` … `duration_s`) are written only when set,
+    included; the optional extras after them (`reason` … `owner`) are written only when set,
     as the format allows. Derive changed copies with ``msgspec.structs.replace(job, …)``.
     `allocation` maps node name -> GPU indexes held there; treat it as read-only.
     `conflict`: set by a live backend that saw this job in a placement that cannot last (a
@@ -209,6 +209,9 @@ class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"jo
     checkpoint_interval_s: Seconds | None = None
     duration_s: Seconds | None = None
     conflict: str | None = None
+    #: what runs the job, one key for all its pods: ``Kind/namespace/name`` on Kubernetes (a
+    #: JobSet, Job, PyTorchJob…), ``Kind/name`` where names have no namespace; views group by it
+    owner: str | None = None
 
     @property
     def is_pending(self) -> bool:

@@ -142,3 +142,13 @@ def test_optional_extras_round_trip_and_are_written_only_when_set() -> None:
     plain = job_document(load(doc()).jobs[0])
     assert "reason" not in plain and "urgent" not in plain
     assert plain["end_time"] is None and plain["exempt_until"] is None  # v1 fields: always written
+
+
+def test_owner_round_trips_and_is_written_only_when_set() -> None:
+    d = doc()
+    d["jobs"][0]["owner"] = "JobSet/ml-team-a/train"
+    snap = load(d)
+    assert snap.jobs[0].owner == "JobSet/ml-team-a/train"
+    assert decode_snapshot(encode_snapshot(snap)) == snap
+    assert job_document(snap.jobs[0])["owner"] == "JobSet/ml-team-a/train"
+    assert "owner" not in job_document(load(doc()).jobs[0])

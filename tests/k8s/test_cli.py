@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -97,3 +98,17 @@ def test_a_written_snapshot_reads_back(target: Target, gpuq: Gpuq, xdg: dict[str
     assert nodes["gpu-node-2"]["unindexed"] == ["ml-team-b/sweep-lr-h5jrc"] * 4
     doc = json.loads(result.stdout)
     assert doc["backend"] == "kubernetes" and len(doc["jobs"]) == 12 and len(doc["preemption_events"]) == 2
+
+
+def test_queue_group_puts_a_jobs_pods_under_it(target: Target, gpuq: Gpuq, xdg: dict[str, Path]) -> None:
+    """(On the double: tests/k8s/live.py stages pods without owners.)"""
+    target.config(xdg["config"])
+    result = gpuq("--backend", "k8s", "queue", "--group", "-n", "ml-team-b", "-o", "wide")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("Job/ml-team-b/sweep-lr "))
+    pods = [line.split()[1] for line in itertools.takewhile(lambda text: text.startswith("  └ "), lines[head + 1 :])]
+    assert sorted(pods) == sorted(j.id for j in target.snapshot().jobs
+                                  if j.owner == "Job/ml-team-b/sweep-lr" and j.state.value in
+                                  ("pending", "running", "suspended", "completing"))  # fmt: skip
+    assert len(pods) >= 2 and f"{len(pods)} pods" in lines[head]

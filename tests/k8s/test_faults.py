@@ -133,6 +133,7 @@ def test_kueue_workloads_waiting_for_quota_are_pending_jobs(tmp_path: Path) -> N
     assert waiting is not None and waiting.is_pending
     assert (waiting.gpus, waiting.priority, waiting.job_class) == (24, 100000, "wpc-urgent")
     assert waiting.reason is not None and "insufficient unused quota" in waiting.reason
+    assert (waiting.owner, waiting.comment) == ("Job/ml-team-a/urgent-finetune", "Job/urgent-finetune")
     requeued = snap.job("ml-team-b/job-sweep-lr-9c7d4")  # preempted by Kueue, waiting again
     assert requeued is not None and requeued.is_pending and len(requeued.preemption_times) == 1
     assert snap.job("ml-team-a/job-train-llama-70b-3f2a1") is None  # admitted: its pods are the jobs

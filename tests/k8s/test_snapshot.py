@@ -85,10 +85,15 @@ def test_the_preemption_victim(cluster: Target, snap: Snapshot) -> None:
 def test_pods_of_one_job_record_their_owner(target: Target) -> None:
     """(On the double only: a real cluster's garbage collector removes pods whose owner is not
     there, so tests/k8s/live.py stages them without owners.)"""
-    owners = {j.id: j.comment for j in target.snapshot().jobs}
+    jobs = {j.id: j for j in target.snapshot().jobs}
+    owners = {key: j.comment for key, j in jobs.items()}
     assert owners["ml-team-b/sweep-lr-4wz8n"] == owners["ml-team-b/sweep-lr-qp7fs"] == "Job/sweep-lr"
     assert owners["ml-team-a/train-llama-70b-m9vtd"] == "Job/train-llama-70b"
     assert owners["ml-team-a/urgent-pod"] is None  # a bare pod
+    # the grouping key, with the owner's namespace (two namespaces may each run a Job/sweep-lr)
+    assert jobs["ml-team-b/sweep-lr-4wz8n"].owner == jobs["ml-team-b/sweep-lr-qp7fs"].owner == "Job/ml-team-b/sweep-lr"
+    assert jobs["ml-team-a/train-llama-70b-m9vtd"].owner == "Job/ml-team-a/train-llama-70b"
+    assert jobs["ml-team-a/urgent-pod"].owner is None
 
 
 def test_nodes(cluster: Target, snap: Snapshot) -> None:

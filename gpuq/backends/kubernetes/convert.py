@@ -7,6 +7,7 @@ mapping (README, "Kubernetes"):
   where requests are absent, init containers and sidecars counted as the scheduler counts them),
   priority ``spec.priority``, class ``priorityClassName``, user the ``gpuq.io/user`` annotation
   (else the namespace), tenant the namespace, the controlling owner (Job, JobSet, PyTorchJob…) in
+  `Job.owner` as ``Kind/namespace/name`` (what views group a job's pods by) and, for people, in
   `Job.comment` as ``Kind/name``;
 - state from phase, conditions and deletionTimestamp: a bound pod being deleted still holds its
   GPUs (``completing``) until it is gone; a Failed pod whose ``DisruptionTarget`` condition says
@@ -44,6 +45,7 @@ __all__ = [
     "job_class",
     "merged_times",
     "model_node",
+    "owner_key",
     "owner_of",
     "parse_time",
     "pod_job",
@@ -97,6 +99,16 @@ def owner_of(pod: Pod) -> str | None:
         return f"JobSet/{jobset}"
     owner = pod.metadata.controller
     return f"{owner.kind}/{owner.name}" if owner is not None else None
+
+
+def owner_key(pod: Pod) -> str | None:
+    """`owner_of` with the pod's namespace, ``Kind/namespace/name`` (owners are in their pods'
+    namespace, and two namespaces may each have a ``Job/train``): `Job.owner`."""
+    owner = owner_of(pod)
+    if owner is None:
+        return None
+    kind, _, name = owner.partition("/")
+    return f"{kind}/{pod.metadata.namespace}/{name}"
 
 
 def _disruption(pod: Pod) -> Condition | None:
@@ -223,6 +235,7 @@ def pod_job(pod: Pod, event_times: Iterable[datetime] = (), *, no_class: str = N
         exempt_until=exempt,
         reason=reason,
         comment=owner_of(pod),
+        owner=owner_key(pod),
     )
 
 
@@ -286,7 +299,7 @@ def preemption_event(
         if since is not None:
             lost = gpus * (time - since).total_seconds()
         # a controller (Job, JobSet…) recreates a deleted pod: the work is requeued, gracefully
-        mode = "graceful" if victim.comment else "cancel"
+        mode = "graceful" if victim.owner else "cancel"
     return PreemptionEvent(time, victim_id, preemptor, gpus, lost, mode, message)
 
 
@@ -331,6 +344,7 @@ def workload_job(workload: Workload, *, no_class: str = NO_CLASS) -> Job | None:
         exempt_until=parse_time(meta.annotations.get(EXEMPT_KEY)),
         reason=": ".join(parts),
         comment=f"{owner.kind}/{owner.name}" if owner is not None else None,
+        owner=f"{owner.kind}/{meta.namespace}/{owner.name}" if owner is not None else None,
     )
 
 
