@@ -205,13 +205,20 @@ class KubeClient:
         if data is not None and content_type is None:
             content_type = "application/json"
         timeout = urllib3.Timeout(connect=self.timeout_s, read=read_timeout_s or self.timeout_s)
-        try:
-            return pool.request(
-                method, self.server + target, body=data, headers=self._headers(configuration, content_type),
-                timeout=timeout, retries=False, preload_content=False, redirect=False,
-            )  # fmt: skip
-        except urllib3.exceptions.HTTPError as exc:
-            raise self._unreachable(exc) from None
+        for attempt in (1, 2):
+            try:
+                return pool.request(
+                    method, self.server + target, body=data, headers=self._headers(configuration, content_type),
+                    timeout=timeout, retries=False, preload_content=False, redirect=False,
+                )  # fmt: skip
+            except urllib3.exceptions.ProtocolError as exc:
+                # A kept-alive connection the server had closed (as it does after ending a watch):
+                # a read is sent once more, on a new connection; a write is never sent twice.
+                if attempt == 2 or method not in ("GET", "HEAD"):
+                    raise self._unreachable(exc) from None
+            except urllib3.exceptions.HTTPError as exc:
+                raise self._unreachable(exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def request(
         self,
