@@ -38,6 +38,17 @@ if ! have_compiler && [ "${GPUQ_PURE_PYTHON:-}" != "1" ] && command -v apt-get >
     apt_install gcc python3-dev || echo "gpuq: could not install them; the simulator runs as pure Python" >&2
 fi
 
+# The console's terminal test (tests/tui/test_tmux.py) drives `gpuq tui` inside tmux.
+case ",$extras," in
+    *,dev,*)
+        if ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 \
+            && { [ "$(id -u)" -eq 0 ] || sudo -n true 2>/dev/null; }; then
+            echo "gpuq: installing tmux for the console's terminal test (Debian package)" >&2
+            apt_install tmux || echo "gpuq: could not install tmux; tests/tui/test_tmux.py will fail" >&2
+        fi
+        ;;
+esac
+
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
 fi

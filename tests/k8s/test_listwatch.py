@@ -165,7 +165,8 @@ def test_a_watch_that_ends_is_reopened_where_it_stopped(target: Target) -> None:
     bookmark = b'{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"290"}}}'
     target.double.feed(PODS, bookmark)
     informer = backend.state.informers["pods"]
-    assert informer.wait(lambda: informer.store.resource_version == "290", WAIT_S), (informer.error, informer.store.resource_version)
+    reached = informer.wait(lambda: informer.store.resource_version == "290", WAIT_S)
+    assert reached, (informer.error, informer.store.resource_version)
     target.double.end_watch(PODS)
     assert _eventually(lambda: len(_watches(target)) == 3)  # (a request alone changes nothing to wait on)
     watches = _watches(target)

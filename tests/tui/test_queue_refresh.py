@@ -1,0 +1,91 @@
+"""A refresh of the Queue view: the same snapshot is not computed again, new rows replace the old
+in place (the same table, no widget mounted or removed), the rows no longer shown are freed off
+the UI thread, and the cursor's row is looked for near where it was first."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import msgspec
+import pytest
+
+from gpuq.model import Snapshot
+from gpuq.service import Cluster
+from gpuq.tui.panes import queue
+from gpuq.tui.panes.base import ClusterItem, PaneContext
+from gpuq.tui.panes.queue import QueuePane, QueueParams
+from gpuq.tui.widgets.table import ViewTable, _find_near
+from tests.tui.backends import flaky_cluster
+from tests.tui.conftest import SMALL, ConsoleFactory, loaded, wait_for
+
+
+def context(cluster: Cluster, snapshot: Snapshot, text: str = "") -> PaneContext:
+    return PaneContext((ClusterItem(0, cluster, snapshot),), None, text, False)
+
+
+def test_the_same_snapshot_is_not_computed_again(small_cluster: Cluster) -> None:
+    pane = QueuePane()
+    snap = small_cluster.snapshot()
+    first = pane.compute(context(small_cluster, snap), QueueParams())
+    assert pane.compute(context(small_cluster, snap), QueueParams()) is first
+    # anything it depends on computes it again: another snapshot (even an equal one), sort, filter
+    again = pane.compute(context(small_cluster, dataclasses.replace(snap)), QueueParams())
+    assert again is not first and [r[2].job.id for r in again.rows] == [r[2].job.id for r in first.rows]
+    by_id = pane.compute(context(small_cluster, snap), QueueParams("ID", False))
+    assert [r[2].job.id for r in by_id.rows] == sorted(r[2].job.id for r in first.rows)
+    filtered = pane.compute(context(small_cluster, snap, "carol"), QueueParams("ID", False))
+    assert {r[2].job.user for r in filtered.rows} == {"carol"}
+    assert pane.compute(context(small_cluster, snap, "carol"), QueueParams("ID", False)) is filtered
+
+
+async def test_a_refresh_replaces_the_rows_in_place_and_frees_the_old(
+    console: ConsoleFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(queue, "FREE_AFTER", 0)  # (the fixture's 7 rows stand for 200,000)
+    cluster, backend = flaky_cluster(SMALL)
+    app = console([cluster])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        table = app.query_one("#queue-table", ViewTable)
+        panes = app.query_one("#panes")  # (Textual's footer recomposes its keys as bindings change)
+        widgets = [id(w) for w in panes.walk_children(with_self=True)]
+        await pilot.press("down", "down")
+        chosen = table.cursor_key
+        # the file answers with the same snapshot: nothing is computed, nothing is freed
+        same = table.data.rows
+        token = app._token
+        app.action_refresh_now()
+        await wait_for(pilot, lambda: app._token > token and not app._computing)
+        assert table.data.rows is same and len(same) == 7
+        # a refresh that changes one job's priority
+        job = next(j for j in backend.snap.jobs if j.id == "201")
+        jobs = tuple(msgspec.structs.replace(j, priority=5000) if j is job else j for j in backend.snap.jobs)
+        backend.snap = dataclasses.replace(backend.snap, jobs=jobs)
+        old = table.data.rows
+        token = app._token
+        app.action_refresh_now()
+        await wait_for(pilot, lambda: app._token > token and not app._computing)
+        shown = {r[2].job.id: r[2].job.priority for r in table.data.rows}
+        assert shown["201"] == 5000 and len(shown) == 7
+        assert app.query_one("#queue-table", ViewTable) is table
+        assert [id(w) for w in panes.walk_children(with_self=True)] == widgets
+        assert table.cursor_key == chosen  # the cursor stayed on its job
+        await wait_for(pilot, lambda: not old)  # emptied by the worker, a slice at a time
+        assert table.row_count == 7
+
+
+def test_the_cursors_row_is_looked_for_near_where_it_was() -> None:
+    rows = [str(i) for i in range(200_000)]
+    asked: list[str] = []
+
+    def key(row: str) -> str:
+        asked.append(row)
+        return row
+
+    assert _find_near(rows, key, "100003", 100_000) == 100_003
+    assert len(asked) <= 8  # 100000, 100001, 99999, ... : not a scan from the top
+    assert _find_near(rows, key, "99996", 100_000) == 99_996
+    assert _find_near(rows, key, "7", 150_000) == 7  # far away: found all the same
+    assert _find_near(rows, key, "gone", 5) == -1
+    assert _find_near([], key, "0", 0) == -1
+    assert _find_near(rows[:10], key, "9", 400) == 9  # the old cursor past the end
