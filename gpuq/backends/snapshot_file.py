@@ -29,6 +29,11 @@ class SnapshotFileBackend(Backend):
         return self.snapshot().cluster
 
     @property
+    def label(self) -> str:
+        """What to call it before it is read (a large file takes a while): the file's name."""
+        return self._snapshot.cluster if self._snapshot is not None else Path(self.path).name
+
+    @property
     def capabilities(self) -> Capabilities:
         return Capabilities(
             read_only_reason=f"{self.path} is a read-only snapshot; act on the live cluster instead "

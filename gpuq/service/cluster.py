@@ -88,6 +88,16 @@ class Cluster:
         except GpuqError:
             return "?"
 
+    @property
+    def label(self) -> str:
+        """The name to show at once: the last snapshot's, or what the backend knows without a
+        read (a snapshot file is named by its file until it is read: reading it is the slow part)."""
+        last = self._last
+        if last is not None:
+            return last.cluster
+        quick = getattr(self.backend, "label", None)
+        return quick if isinstance(quick, str) else self.name
+
     # -- reading -------------------------------------------------------------------------------
 
     def refresh(self, *, ledger: bool = True) -> Snapshot:

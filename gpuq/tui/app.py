@@ -167,7 +167,9 @@ class GpuqConsole(ReplayControls, App[None]):
                 state.start(self.clock())
                 self._read(index)
 
-    @work(thread=True, exit_on_error=False)
+    # (every worker has a description: without one Textual describes it by the repr() of its
+    # arguments, on the UI thread, and a context's repr spells out every job of a snapshot)
+    @work(thread=True, exit_on_error=False, description="read a cluster")
     def _read(self, index: int) -> None:
         started = time.perf_counter()
         try:
@@ -236,7 +238,7 @@ class GpuqConsole(ReplayControls, App[None]):
         self._computing = True
         self._compute(pane, ctx, pane.params(), self._token)
 
-    @work(thread=True, exit_on_error=False, group="compute")
+    @work(thread=True, exit_on_error=False, group="compute", description="compute the visible view")
     def _compute(self, pane: Pane, ctx: PaneContext, params: Any, token: int) -> None:
         started = time.perf_counter()
         try:
@@ -270,7 +272,7 @@ class GpuqConsole(ReplayControls, App[None]):
     def _scope_name(self) -> str:
         if self.scope == -1:
             return "all clusters"
-        return self.clusters[self.scope].name
+        return self.clusters[self.scope].label
 
     def _paint_status(self) -> None:
         if not self._started or not self.is_running:  # (shutting down: the widgets are going)
@@ -278,7 +280,7 @@ class GpuqConsole(ReplayControls, App[None]):
         now = self.clock()
         names = []
         for i, cluster in enumerate(self.clusters):
-            name = visible(cluster.name)
+            name = visible(cluster.label)
             names.append(f"[{name}]" if i == self.scope else name)
         if len(self.clusters) > 1:
             names.append("[all]" if self.scope == -1 else "all")
@@ -307,7 +309,7 @@ class GpuqConsole(ReplayControls, App[None]):
                 assert s.failing_since is not None
                 since = format_time(float(int(s.failing_since)))
                 what = "no data yet" if self.snapshots[i] is None else f"stale since {since}"
-                parts.append(f"{visible(self.clusters[i].name)}: {what}: {visible(s.error or '')} "
+                parts.append(f"{visible(self.clusters[i].label)}: {what}: {visible(s.error or '')} "
                              f"(retrying in {format_duration(s.retry_in(now))})")  # fmt: skip
             banner.update(_plain(" · ".join(parts)))
             banner.display = True
@@ -382,6 +384,10 @@ class GpuqConsole(ReplayControls, App[None]):
     @on(ViewTable.Moved)
     def _moved(self, event: ViewTable.Moved) -> None:
         self._sync_selection()
+        self._paint_status()
+
+    @on(ViewTable.Hid)
+    def _hid(self, event: ViewTable.Hid) -> None:
         self._paint_status()
 
     @on(ViewTable.Opened)

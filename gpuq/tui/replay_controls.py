@@ -108,7 +108,7 @@ class ReplayControls:
         self._seek_worker(clock.times[index])
         self._paint_status()
 
-    @work(thread=True, exclusive=True, group="seek", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="seek", exit_on_error=False, description="seek the recording")
     def _seek_worker(self, moment: float) -> None:
         replay = self.replay
         assert replay is not None

@@ -277,3 +277,12 @@ async def test_the_cursor_is_repainted_where_it_is_when_scrolled(tmp_path: Path,
         assert [r[0] for r in rows] == [table.data.key(r).split("/")[1] for r in shown]
         highlighted = [i for i, (_, bg) in enumerate(rows) if bg != rows[0 if table.cursor - first else 1][1]]
         assert highlighted == [table.cursor - first]
+
+
+def test_a_snapshot_files_label_needs_no_read(tmp_path: Path) -> None:
+    from gpuq.service import open_cluster
+
+    cluster = open_cluster(snapshot=str(SMALL))
+    assert cluster.label == "small.json" and cluster.backend._snapshot is None  # type: ignore[attr-defined]
+    cluster.refresh()
+    assert cluster.label == "lab"

@@ -67,6 +67,18 @@ async def settled(pilot: Pilot[Any]) -> GpuqConsole:
     return app
 
 
+def shot(snap_compare: SnapCompare, app: GpuqConsole, size: tuple[int, int], run_before: RunBefore) -> bool:
+    """The screenshot, once `run_before` is done and a tick of the console has passed: the status
+    line says how many columns the table hides as the table was last drawn (the tick repaints it)."""
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await run_before(pilot)
+        await pilot.pause(0.3)
+        await settled(pilot)
+
+    return snap_compare(app, terminal_size=size, run_before=before)
+
+
 def steps(*keys: str, select: str | None = None) -> RunBefore:
     """What the operator does before the screenshot: wait for the first read, put the queue's
     cursor on job `select`, press `keys` (each key's work finished before the next)."""
@@ -90,48 +102,48 @@ class TestQueue:
     @SIZES
     def test_queue(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                    size: tuple[int, int]) -> None:  # fmt: skip
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps())
+        assert shot(snap_compare, console([small_cluster]), size, steps())
 
     @SIZES
     def test_filter_prompt(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                            size: tuple[int, int]) -> None:  # fmt: skip
         """`/` open with a filter typed in: the rows are still all there, the cursor is drawn."""
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps("slash", "c", "a"))
+        assert shot(snap_compare, console([small_cluster]), size, steps("slash", "c", "a"))
 
     @SIZES
     def test_filtered_and_sorted(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                                  size: tuple[int, int]) -> None:  # fmt: skip
         """`/carol` applied, then sorted by the next column (the header marks it)."""
         run = steps("slash", *"carol", "enter", "s")
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=run)
+        assert shot(snap_compare, console([small_cluster]), size, run)
 
 
 class TestGpus:
     @SIZES
     def test_gpus(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                   size: tuple[int, int]) -> None:  # fmt: skip
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps("2"))
+        assert shot(snap_compare, console([small_cluster]), size, steps("2"))
 
 
 class TestSla:
     @SIZES
     def test_sla(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                  size: tuple[int, int]) -> None:  # fmt: skip
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps("3"))
+        assert shot(snap_compare, console([small_cluster]), size, steps("3"))
 
 
 class TestPreemptions:
     @SIZES
     def test_preemptions(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                          size: tuple[int, int]) -> None:  # fmt: skip
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps("4"))
+        assert shot(snap_compare, console([small_cluster]), size, steps("4"))
 
 
 class TestJob:
     @SIZES
     def test_job_detail(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                         size: tuple[int, int]) -> None:  # fmt: skip
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps("5", select=PENDING))
+        assert shot(snap_compare, console([small_cluster]), size, steps("5", select=PENDING))
 
     @SIZES
     def test_no_selection(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
@@ -144,14 +156,14 @@ class TestJob:
             await settled(pilot)
             assert "select a job in the queue first" in str(app.query_one("#empty", Static).render())
 
-        assert snap_compare(console([small_cluster], first_view="job"), terminal_size=size, run_before=run)
+        assert shot(snap_compare, console([small_cluster], first_view="job"), size, run)
 
 
 class TestPreview:
     @SIZES
     def test_preview(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                      size: tuple[int, int]) -> None:  # fmt: skip
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps("6", select=PENDING))
+        assert shot(snap_compare, console([small_cluster]), size, steps("6", select=PENDING))
 
 
 class TestAudit:
@@ -159,20 +171,20 @@ class TestAudit:
     def test_audit(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                    size: tuple[int, int]) -> None:  # fmt: skip
         write_audit(small_cluster.audit.path)
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps("7"))
+        assert shot(snap_compare, console([small_cluster]), size, steps("7"))
 
     @SIZES
     def test_empty_log(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                        size: tuple[int, int]) -> None:  # fmt: skip
         assert not small_cluster.audit.path.exists()
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps("7"))
+        assert shot(snap_compare, console([small_cluster]), size, steps("7"))
 
 
 class TestHelp:
     @SIZES
     def test_help(self, snap_compare: SnapCompare, small_cluster: Cluster, console: ConsoleFactory,
                   size: tuple[int, int]) -> None:  # fmt: skip
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=steps("question_mark"))
+        assert shot(snap_compare, console([small_cluster]), size, steps("question_mark"))
 
 
 class TestActionModal:
@@ -187,7 +199,7 @@ class TestActionModal:
             line = pilot.app.screen.query_one("#action-job", Static)
             await wait_for(pilot, lambda: "cluster time" in str(line.render()))
 
-        assert snap_compare(console([small_cluster]), terminal_size=size, run_before=read)
+        assert shot(snap_compare, console([small_cluster]), size, read)
 
 
 class TestStaleBanner:
@@ -206,7 +218,7 @@ class TestStaleBanner:
             await settled(pilot)
             await wait_for(pilot, lambda: bool(app.query_one("#banner").display))
 
-        assert snap_compare(console([cluster]), terminal_size=size, run_before=run)
+        assert shot(snap_compare, console([cluster]), size, run)
 
 
 class TestBackendDownAtStart:
@@ -222,7 +234,7 @@ class TestBackendDownAtStart:
             await wait_for(pilot, lambda: bool(app.query("#empty")) and bool(app.query_one("#banner").display))
             assert "cannot read lab" in str(app.query_one("#empty", Static).render())
 
-        assert snap_compare(console([cluster]), terminal_size=size, run_before=run)
+        assert shot(snap_compare, console([cluster]), size, run)
         assert backend.reads >= 1
 
 

@@ -193,7 +193,7 @@ class ActionScreen(ModalScreen[ActionOutcome | None]):
 
     # -- the job as it is (context, off the UI thread)
 
-    @work(thread=True, exit_on_error=False, group="action-read")
+    @work(thread=True, exit_on_error=False, group="action-read", description="prepare the action")
     def _read_job(self) -> None:
         try:
             snapshot = self.cluster.snapshot(ledger=False)
@@ -289,7 +289,7 @@ class ActionScreen(ModalScreen[ActionOutcome | None]):
         self._set_busy(True)
         self._prepare(call)
 
-    @work(thread=True, exit_on_error=False, group="action")
+    @work(thread=True, exit_on_error=False, group="action", description="end the action")
     def _prepare(self, call: Callable[[], PendingAction]) -> None:
         try:
             pending = call()
@@ -342,7 +342,7 @@ class ActionScreen(ModalScreen[ActionOutcome | None]):
         self._ending = True
         self._end_in_worker(pending, how)
 
-    @work(thread=True, exit_on_error=False, group="action")
+    @work(thread=True, exit_on_error=False, group="action", description="end the action")
     def _end_in_worker(self, pending: PendingAction, how: str) -> None:
         self._end(pending, how)
 

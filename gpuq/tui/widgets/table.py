@@ -100,6 +100,17 @@ class ViewTable(ScrollView, can_focus=True):
         def control(self) -> ViewTable:
             return self.table
 
+    class Hid(Message):
+        """Which columns are hidden changed (the status bar says how many)."""
+
+        def __init__(self, table: ViewTable) -> None:
+            super().__init__()
+            self.table = table
+
+        @property
+        def control(self) -> ViewTable:
+            return self.table
+
     class Opened(Message):
         """Enter on a row."""
 
@@ -228,7 +239,10 @@ class ViewTable(ScrollView, can_focus=True):
                 chosen.append(column)
                 used += extra
         order = [c for c in spec.columns if c in chosen]
-        self.hidden = tuple(c.name for c in spec.columns if c not in chosen)
+        hidden = tuple(c.name for c in spec.columns if c not in chosen)
+        if hidden != self.hidden:
+            self.hidden = hidden
+            self.post_message(self.Hid(self))
         spare = max(0, available - used)
         shown: list[tuple[Column, int]] = []
         for column in order:
