@@ -15,19 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from textual.app import App, ComposeResult
+from console_harness import PaneApp, median
 
 from gpuq.model import JobState
 from gpuq.service import open_cluster
-from gpuq.tui.app import GpuqConsole
 from gpuq.tui.panes.audit import AuditPane
 from gpuq.tui.panes.base import ClusterItem, PaneContext, Selection
 from gpuq.tui.panes.job import JobPane
@@ -35,32 +30,8 @@ from gpuq.tui.panes.preemptions import PreemptionsPane, PreemptionsParams
 from gpuq.tui.widgets.table import ViewTable
 
 
-def _median(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(runs):
-        started = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
-
-
-class _Bench(App[None]):
-    """The pane alone, with the console's stylesheet and theme variables."""
-
-    CSS_PATH = str(Path(sys.modules[GpuqConsole.__module__].__file__ or "").with_name("gpuq.tcss"))
-    _FALLBACKS = GpuqConsole._FALLBACKS
-    get_theme_variable_defaults = GpuqConsole.get_theme_variable_defaults
-
-    def __init__(self, pane: Any) -> None:
-        super().__init__()
-        self.bench_pane = pane
-
-    def compose(self) -> ComposeResult:
-        yield self.bench_pane
-
-
 async def _on_screen(pane: Any, model: Any, size: tuple[int, int], runs: int) -> float:
-    app = _Bench(pane)
+    app = PaneApp(pane)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         tables = list(pane.query(ViewTable))
@@ -71,7 +42,7 @@ async def _on_screen(pane: Any, model: Any, size: tuple[int, int], runs: int) ->
                 for y in range(table.size.height):
                     table.render_line(y)
 
-        return _median(show, runs)[0]
+        return median(show, runs)[0]
 
 
 def _fill_audit(records: int) -> None:
@@ -99,7 +70,7 @@ def main() -> None:
     ctx = PaneContext((ClusterItem(0, cluster, snap),), None, "", False)
 
     pre = PreemptionsPane()
-    t, pre_model = _median(lambda: pre.compute(ctx, PreemptionsParams()), runs)
+    t, pre_model = median(lambda: pre.compute(ctx, PreemptionsParams()), runs)
     print(f"Preemptions compute (worker): {t * 1000:.0f} ms")
     for size in ((80, 24), (200, 60)):
         t = asyncio.run(_on_screen(PreemptionsPane(), pre_model, size, runs))
@@ -109,13 +80,13 @@ def main() -> None:
     for state in (JobState.PENDING, JobState.RUNNING):
         chosen = next(j for j in snap.jobs if j.state is state)
         jctx = PaneContext(ctx.items, Selection(0, chosen.id), "", False)
-        t, _ = _median(lambda c=jctx: job.compute(c, None), runs)  # type: ignore[misc]
+        t, _ = median(lambda c=jctx: job.compute(c, None), runs)  # type: ignore[misc]
         print(f"Job compute, a {state.value} job (worker): {t * 1000:.0f} ms")
 
     audit = AuditPane()
-    t, _ = _median(lambda: audit.compute(ctx, None), 1)
+    t, _ = median(lambda: audit.compute(ctx, None), 1)
     print(f"Audit compute, {records} actions, first read (worker): {t * 1000:.0f} ms")
-    t, audit_model = _median(lambda: audit.compute(ctx, None), runs)
+    t, audit_model = median(lambda: audit.compute(ctx, None), runs)
     print(f"Audit compute, {records} actions, log unchanged since (worker): {t * 1000:.0f} ms")
     for size in ((80, 24), (200, 60)):
         t = asyncio.run(_on_screen(AuditPane(), audit_model, size, runs))

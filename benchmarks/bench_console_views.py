@@ -13,18 +13,13 @@ pane's `show` with the table's and the detail's lines drawn. This host's NVML re
 from __future__ import annotations
 
 import asyncio
-import statistics
 import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from textual.app import App, ComposeResult
+from console_harness import PaneApp, median
 
 from gpuq.service import HostGpuReport, NvmlReader, open_cluster
 from gpuq.service.hostgpus import set_default_reader
-from gpuq.tui.app import GpuqConsole
 from gpuq.tui.panes.base import ClusterItem, PaneContext
 from gpuq.tui.panes.gpus import GpusModel, GpusPane
 from gpuq.tui.panes.sla import SlaDetail, SlaModel, SlaPane
@@ -36,32 +31,8 @@ class _NoDriver(NvmlReader):
         return HostGpuReport("bench", False, "a benchmark", (), 0.0)
 
 
-def _median(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(runs):
-        started = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
-
-
-class _Bench(App[None]):
-    """The pane alone, with the console's stylesheet and theme variables."""
-
-    CSS_PATH = str(Path(sys.modules[GpuqConsole.__module__].__file__ or "").with_name("gpuq.tcss"))
-    _FALLBACKS = GpuqConsole._FALLBACKS
-    get_theme_variable_defaults = GpuqConsole.get_theme_variable_defaults
-
-    def __init__(self, pane: Any) -> None:
-        super().__init__()
-        self.bench_pane = pane
-
-    def compose(self) -> ComposeResult:
-        yield self.bench_pane
-
-
 async def _on_screen(pane: Any, model: Any, size: tuple[int, int], runs: int) -> float:
-    app = _Bench(pane)
+    app = PaneApp(pane)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         widgets = [*pane.query(GpuGridView), *pane.query("#sla-table"), *pane.query(SlaDetail)]
@@ -75,7 +46,7 @@ async def _on_screen(pane: Any, model: Any, size: tuple[int, int], runs: int) ->
                 else:
                     w.render()
 
-        return _median(show, runs)[0]
+        return median(show, runs)[0]
 
 
 def main() -> None:
@@ -87,10 +58,10 @@ def main() -> None:
     ctx = PaneContext((ClusterItem(0, cluster, snap),), None, "", False)
     print(f"{path}: {len(snap.nodes)} nodes, {snap.total_gpus} GPUs, {len(snap.jobs)} jobs")
     gpus, sla = GpusPane(), SlaPane()
-    t, gpus_model = _median(lambda: gpus.compute(ctx, None), runs)
+    t, gpus_model = median(lambda: gpus.compute(ctx, None), runs)
     assert isinstance(gpus_model, GpusModel)
     print(f"GPUs compute (worker): {t * 1000:.0f} ms")
-    t, sla_model = _median(lambda: sla.compute(ctx, None), runs)
+    t, sla_model = median(lambda: sla.compute(ctx, None), runs)
     assert isinstance(sla_model, SlaModel)
     print(f"SLA compute (worker): {t * 1000:.0f} ms")
     for size in ((80, 24), (200, 60)):
