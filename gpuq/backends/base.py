@@ -266,6 +266,12 @@ class Backend(ABC):
     cluster: str
 
     @property
+    def label(self) -> str:
+        """What to call the cluster before it is read, without reading it (a backend whose name
+        needs a read says something cheaper)."""
+        return self.cluster
+
+    @property
     def capabilities(self) -> Capabilities:
         return Capabilities()
 

@@ -95,8 +95,10 @@ class Cluster:
         last = self._last
         if last is not None:
             return last.cluster
-        quick = getattr(self.backend, "label", None)
-        return quick if isinstance(quick, str) else self.name
+        try:
+            return self.backend.label
+        except GpuqError:
+            return "?"
 
     # -- reading -------------------------------------------------------------------------------
 
