@@ -17,29 +17,14 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gpuq.textsafe import cell_width, visible
+from gpuq.tui.widgets.table import fit_items
 from gpuq.tui.widgets.tones import component_style
 from gpuq.views.hostgpus import HostGpuRow, HostGpuView
 
-__all__ = ["HostGpusView", "fit_items"]
+__all__ = ["HostGpusView"]
 
 SEP = ", "
 GAP = "  "
-
-
-def fit_items(items: list[str], width: int) -> str:
-    """As many items as fit in `width`, then `…+N` for the rest (at least one item is never
-    promised: `…+3` alone when not even the first fits)."""
-    kept: list[str] = []
-    for n, item in enumerate(items):
-        rest = len(items) - n - 1
-        tail = f"{SEP}…+{rest}" if rest else ""
-        if cell_width(SEP.join([*kept, item]) + tail) > width:
-            break
-        kept.append(item)
-    left = len(items) - len(kept)
-    if not left:
-        return SEP.join(kept)
-    return f"{SEP.join(kept)}{SEP}…+{left}" if kept else f"…+{left}"
 
 
 class HostGpusView(Widget):
@@ -107,7 +92,7 @@ class HostGpusView(Widget):
             text.append(line(values), self._style("busy") if r.gpu.processes else Style())
             error = f"error: {visible(r.gpu.error)}" if r.gpu.error else ""
             items = [*([error] if error else []), *(visible(p.label) for p in r.processes)]
-            shown = fit_items(items, room) if items else "-"
+            shown = fit_items(items, room, SEP) if items else "-"
             if error and shown.startswith(error):
                 text.append(error, self._style("error"))
                 shown = shown[len(error) :]

@@ -33,7 +33,7 @@ from gpuq.tui.keymap import bindings
 from gpuq.tui.widgets.tones import component_style
 from gpuq.views.columns import Column, Kind, TableSpec
 
-__all__ = ["TableData", "ViewTable"]
+__all__ = ["TableData", "ViewTable", "fit_items"]
 
 R = TypeVar("R")
 #: cells of one row: one text per column of the spec
@@ -443,7 +443,8 @@ def _fit(text: str, width: int, column: Column) -> str:
     is never cut: its column was made wide enough, or dropped)."""
     w = cell_width(text)
     if w > width and column.kind is Kind.LIST:
-        return _fit_items(text, width, column.sep)
+        shown = fit_items(text.split(column.sep), width, column.sep)
+        return shown + " " * max(0, width - cell_width(shown))
     if w > width and column.kind is Kind.TEXT:
         out, used = [], 0
         for ch in text:
@@ -457,19 +458,18 @@ def _fit(text: str, width: int, column: Column) -> str:
     return pad + text if column.right else text + pad
 
 
-def _fit_items(text: str, width: int, sep: str) -> str:
-    """A list cut between items, never inside one (an item is a node name): `a,b,…+3`."""
-    items = text.split(sep)
+def fit_items(items: Sequence[str], width: int, sep: str) -> str:
+    """As many whole items as fit in `width`, then `…+N` for the rest: a list is cut between
+    items, never inside one (an item is a node name, a job id). `…+3` alone when not even the
+    first fits."""
     kept: list[str] = []
     for n, item in enumerate(items):
         rest = len(items) - n - 1
         tail = f"{sep}…+{rest}" if rest else ""
-        candidate = sep.join([*kept, item])
-        if cell_width(candidate + tail) > width:
+        if cell_width(sep.join([*kept, item]) + tail) > width:
             break
         kept.append(item)
-    shown = sep.join(kept)
     left = len(items) - len(kept)
-    if left:
-        shown = f"{shown}{sep}…+{left}" if kept else f"…+{left}"
-    return shown + " " * max(0, width - cell_width(shown))
+    if not left:
+        return sep.join(kept)
+    return f"{sep.join(kept)}{sep}…+{left}" if kept else f"…+{left}"
