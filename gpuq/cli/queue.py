@@ -54,10 +54,13 @@ def queue_json(view: QueueView) -> bytes:
     head = enc.encode({"cluster": view.cluster, "taken_at": view.taken_at})
     out = bytearray(head[:-1] + b',"jobs":[')
     encode_into = enc.encode_into
-    for job, wait, effective, preemptions, recent, _ in view.rows:
-        encode_into(job, out, -1)
+    for row in view.rows:
+        encode_into(row.job, out, -1)
         brace = len(out) - 1
-        encode_into(_Extras(None if wait is None else round(wait, 3), effective, preemptions, recent), out, brace)
+        wait = row.wait_s
+        extras = _Extras(None if wait is None else round(wait, 3), row.effective_priority, row.preemptions,
+                         row.preemptions_24h)  # fmt: skip
+        encode_into(extras, out, brace)
         out[brace] = 44  # ","
         out += b","
     if view.rows:
