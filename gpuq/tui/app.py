@@ -9,6 +9,7 @@ their view models in a worker too (`Pane.compute`) and only render on the UI thr
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Input, Static
+from textual.widgets import ContentSwitcher, Input, Static
 
 from gpuq.errors import BadInput, GpuqError
 from gpuq.model import Snapshot
@@ -35,6 +36,7 @@ from gpuq.tui.panes.base import ClusterItem, Pane, PaneContext, Selection
 from gpuq.tui.refresh import RefreshState
 from gpuq.tui.replay_controls import ReplayControls
 from gpuq.tui.replaying import ReplayClock, scrubber_line
+from gpuq.tui.widgets.footer import ConsoleFooter
 from gpuq.tui.widgets.table import ViewTable
 
 if TYPE_CHECKING:
@@ -44,6 +46,9 @@ if TYPE_CHECKING:
 __all__ = ["ConsoleSettings", "GpuqConsole", "make_app"]
 
 Clock = Callable[[], float]
+
+#: the interpreter's thread switch interval while the console runs (Python's default: 5 ms)
+UI_SWITCH_INTERVAL_S = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,7 @@ class GpuqConsole(ReplayControls, App[None]):
         self._played_at = 0.0
         self._prompt_mode = ""
         self._started = False
+        self._switch_interval = sys.getswitchinterval()
         for theme in (themes or {}).values():
             self.register_theme(theme)
         if themes and self.settings.theme in themes:
@@ -132,14 +138,21 @@ class GpuqConsole(ReplayControls, App[None]):
             yield Input(id="prompt")
         if self.replay is not None:
             yield Static(id="scrubber")
-        yield Footer()
+        yield ConsoleFooter()
 
     @property
     def pane(self) -> Pane:
         return self.query_one(f"#pane-{self.view_id}", Pane)
 
+    def on_unmount(self) -> None:
+        sys.setswitchinterval(self._switch_interval)
+
     def on_mount(self) -> None:
         self._started = True
+        # Workers compute on the same interpreter: the UI thread, waiting to answer a key, gets
+        # it back after this long instead of the default 5 ms (figures: benchmarks/README.md).
+        self._switch_interval = sys.getswitchinterval()  # (given back when the console closes)
+        sys.setswitchinterval(UI_SWITCH_INTERVAL_S)
         self.query_one("#banner").display = False
         self.query_one("#prompt-box").display = False
         self.set_interval(0.25, self._tick)
