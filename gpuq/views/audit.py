@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from gpuq.audit import AuditAction, AuditLog
 from gpuq.views.changes import changes
 
-__all__ = ["AuditRow", "AuditView", "audit_row", "audit_view", "audit_view_cached"]
+__all__ = ["AuditRow", "AuditView", "audit_actions_cached", "audit_row", "audit_view", "audit_view_cached"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,24 +78,34 @@ def audit_view(
 
 
 _cache_lock = threading.Lock()
-#: log path -> (the file's inode, size and mtime when read, what was read)
-_cache: dict[str, tuple[tuple[int, int, int], AuditView]] = {}
+#: (log path, what) -> (the file's inode, size and mtime when read, what was read)
+_cache: dict[tuple[str, str], tuple[tuple[int, int, int], Any]] = {}
+
+
+def _cached(log: AuditLog, what: str, read: Callable[[AuditLog], T]) -> T:
+    """`read(log)`, read again only once the file has changed (inode, size or mtime)."""
+    try:
+        st = log.path.stat()
+    except OSError:  # missing (no action yet) or unreadable: `read` says which
+        return read(log)
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    key = (str(log.path), what)
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None and hit[0] == stamp:
+        return cast(T, hit[1])
+    value = read(log)  # (an append after the stat: newer than `stamp`, read again next time)
+    with _cache_lock:
+        _cache[key] = (stamp, value)
+    return value
 
 
 def audit_view_cached(log: AuditLog) -> AuditView:
-    """`audit_view(log)` (every action), read again only once the file has changed (inode, size or
-    mtime): a console refreshing every few seconds parses a long log only after an append."""
-    try:
-        st = log.path.stat()
-    except OSError:  # missing (no action yet) or unreadable: `audit_view` says which
-        return audit_view(log)
-    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    path = str(log.path)
-    with _cache_lock:
-        hit = _cache.get(path)
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
-    view = audit_view(log)  # (an append after the stat: newer than `stamp`, read again next time)
-    with _cache_lock:
-        _cache[path] = (stamp, view)
-    return view
+    """`audit_view(log)` (every action), read again only once the file has changed: a console
+    refreshing every few seconds parses a long log only after an append."""
+    return _cached(log, "view", audit_view)
+
+
+def audit_actions_cached(log: AuditLog) -> tuple[AuditAction, ...]:
+    """Every action of the log (`AuditLog.actions`), read again only once the file has changed."""
+    return _cached(log, "actions", lambda log: tuple(log.actions()[0]))

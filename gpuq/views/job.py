@@ -14,6 +14,7 @@ from gpuq.policy.order import queue_position
 from gpuq.policy.rules import Reason, effective_priority, gpu_seconds_lost, standing_protection
 from gpuq.service import Cluster
 from gpuq.timefmt import format_duration
+from gpuq.views.audit import audit_actions_cached
 from gpuq.views.changes import format_priority
 
 __all__ = ["JobView", "job_view", "pending_reasons"]
@@ -109,7 +110,8 @@ def job_view(cluster: Cluster, snapshot: Snapshot, job_id: str, *, with_audit: b
         guard = standing_protection(job, cls, policy, now)
     audit: tuple[AuditAction, ...] = ()
     if with_audit:
-        actions, _ = cluster.audit.actions()
+        # (cached until the log changes: the console asks again at every refresh)
+        actions = audit_actions_cached(cluster.audit)
         audit = tuple(a for a in actions if str(a.record.get("target")) == job.id)
     return JobView(
         cluster=snapshot.cluster,

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpuq.audit import AuditLog, make_record
 from gpuq.model import JobState, PreemptionEvent
-from gpuq.views.audit import audit_view, audit_view_cached
+from gpuq.views.audit import audit_actions_cached, audit_view, audit_view_cached
 from gpuq.views.auditcells import audit_cells, audit_tones, newest_first, row_cluster, row_job
 from gpuq.views.jobcells import history_lines
 from gpuq.views.preemptions import job_preemptions
@@ -48,6 +48,17 @@ def test_the_cached_view_is_read_again_only_after_an_append(tmp_path: Path) -> N
     again = audit_view_cached(log)
     assert again is not first and again.rows[1].outcome_known  # the outcome arrived
     assert audit_view_cached(AuditLog(tmp_path / "none.jsonl")).rows == ()  # no log yet: nothing, no error
+
+
+def test_the_cached_actions_are_read_again_only_after_an_append(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+    first = audit_actions_cached(log)
+    assert audit_actions_cached(log) is first and not first[1].outcome_known
+    log.append(_record("2", "ok", phase="outcome", action_id=first[1].record["id"]))
+    again = audit_actions_cached(log)
+    assert again is not first and again[1].outcome_known
+    assert audit_view_cached(log).rows[1].outcome_known  # each reading has its own entry
+    assert audit_actions_cached(AuditLog(tmp_path / "none.jsonl")) == ()
 
 
 def test_history_lines_name_the_preemptor_and_the_loss() -> None:
