@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from gpuq.backends.kubernetes.budgets import Budgets
 from gpuq.backends.kubernetes.preemption import (
     LabelRequirement,
     LabelSelector,
@@ -526,3 +527,24 @@ def test_recorded_lab_batch_embed_never_preempts() -> None:
     assert (choice.outcome, choice.victims) == ("never", ())
     assert {v.node: v.status for v in choice.nodes} == {
         "gpu-node-1": "full", "gpu-node-2": "full", "gpu-node-3": "full", "gpu-node-4": "excluded"}  # fmt: skip
+
+
+def test_kept_budgets_rematch_a_changed_pod_and_agree_with_fresh_ones() -> None:
+    # one node: the preemptor needs 4 of 4 GPUs; "a" (under a PDB with no disruptions left) and
+    # "b" must both go, so the node's violations say whether "a" counts against the budget
+    nodes = [node("n1", 4)]
+    budgets_given = [pdb("guard", "web", 0)]
+    kept = Budgets(budgets_given)
+    first = [pod("a", 10, 2, "n1", labels={"app": "web"}), pod("b", 10, 2, "n1")]
+    choice = default_preemption(pre(gpus=4), nodes, first, budgets_given, budgets=kept)
+    assert verdict(choice, "n1").pdb_violations == 1
+    assert set(kept.memo) == {f"{NS}/a", f"{NS}/b"}
+    # "a" relabelled (a new object under the same key): matched again, no longer under the PDB
+    changed = [pod("a", 10, 2, "n1", labels={"app": "batch"}), first[1]]
+    again = default_preemption(pre(gpus=4), nodes, changed, budgets_given, budgets=kept)
+    fresh = default_preemption(pre(gpus=4), nodes, changed, budgets_given)
+    assert verdict(again, "n1").pdb_violations == verdict(fresh, "n1").pdb_violations == 0
+    assert victims(again) == victims(fresh)
+    # budgets kept for other PDBs are not used: the call builds its own
+    other = default_preemption(pre(gpus=4), nodes, first, [pdb("guard", "web", 0)], budgets=kept)
+    assert verdict(other, "n1").pdb_violations == 1

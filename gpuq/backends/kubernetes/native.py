@@ -39,6 +39,7 @@ import msgspec
 
 from gpuq.backends.base import NativePlan
 from gpuq.backends.kubernetes import wire as w
+from gpuq.backends.kubernetes.budgets import Budgets
 from gpuq.backends.kubernetes.convert import PREEMPTION_REASONS, SYSTEM_PRIORITY_MIN
 from gpuq.backends.kubernetes.listwatch import Store, gc_paused
 from gpuq.backends.kubernetes.preemption import (
@@ -202,6 +203,7 @@ class NativePreview:
         self._minor: int | None = None
         self._minor_read = False
         self._lock = threading.Lock()
+        self._budgets: Budgets | None = None  # kept while the budgets stay the same
 
     def scheduler_minor(self) -> int | None:
         """The API server's minor version (``"23+"`` → 23), read once; None when unknown."""
@@ -223,23 +225,29 @@ class NativePreview:
     def plan(self, request: PreviewRequest) -> NativePlan:
         minor = self.scheduler_minor()
         state = self.state
-        with self._lock, state.lock:
-            pods = state.store("pods").items
-            workloads = state.store("workloads").items if "workloads" in state.informers else {}
-            if request.job_id is not None and request.job_id not in pods and request.job_id in workloads:
-                return NativePlan(False, notes=(
-                    f"{request.job_id} is a Kueue Workload: Kueue admits it by quota and preempts by its "
-                    "ClusterQueue's rules; kube-scheduler only places its pods once they exist",))  # fmt: skip
-            if state.store("nodes").denied:
-                return NativePlan(False, notes=("no right to list nodes: kube-scheduler's choice cannot be "
-                                                "predicted",))  # fmt: skip
-            classes = list(state.store("priorityclasses").items.values())
-            preemptor = _preemptor(request, pods.get(request.job_id or ""), classes)
-            nodes = self._nodes.get(state.store("nodes"))
-            infos = self.pods(state.store("pods"))
-            pdbs = self._pdbs.get(state.store("pdbs"))
-        with gc_paused():  # (a few hundred thousand short-lived objects, none in a cycle)
-            return default_preemption(preemptor, nodes, infos, pdbs, scheduler_minor=minor).to_plan()
+        with self._lock:  # (the budgets' memo is this preview's own; the state's lock only to read)
+            with state.lock:
+                pods = state.store("pods").items
+                workloads = state.store("workloads").items if "workloads" in state.informers else {}
+                if request.job_id is not None and request.job_id not in pods and request.job_id in workloads:
+                    return NativePlan(False, notes=(
+                        f"{request.job_id} is a Kueue Workload: Kueue admits it by quota and preempts by its "
+                        "ClusterQueue's rules; kube-scheduler only places its pods once they exist",))  # fmt: skip
+                if state.store("nodes").denied:
+                    return NativePlan(False, notes=("no right to list nodes: kube-scheduler's choice cannot be "
+                                                    "predicted",))  # fmt: skip
+                classes = list(state.store("priorityclasses").items.values())
+                preemptor = _preemptor(request, pods.get(request.job_id or ""), classes)
+                nodes = self._nodes.get(state.store("nodes"))
+                infos = self.pods(state.store("pods"))
+                pdbs = self._pdbs.get(state.store("pdbs"))
+            budgets = self._budgets
+            if budgets is None or budgets.pdbs is not pdbs or len(budgets.memo) > 2 * len(infos) + 1000:
+                # (new budgets, or many pods gone since: match every pod again)
+                budgets = self._budgets = Budgets(pdbs)
+            with gc_paused():  # (a few hundred thousand short-lived objects, none in a cycle)
+                return default_preemption(preemptor, nodes, infos, pdbs, scheduler_minor=minor,
+                                          budgets=budgets).to_plan()  # fmt: skip
 
 
 def _preemptor(request: PreviewRequest, pod: w.Pod | None, classes: list[w.PriorityClass]) -> Preemptor:

@@ -58,6 +58,7 @@ from types import MappingProxyType
 from typing import Literal, NamedTuple
 
 from gpuq.backends.base import NativePlan, NativeVictim
+from gpuq.backends.kubernetes.budgets import Budgets, LabelRequirement, LabelSelector, PdbInfo, selector_matches
 
 __all__ = [
     "CRITERIA",
@@ -122,19 +123,6 @@ class Toleration:
 
 
 @dataclass(frozen=True, slots=True)
-class LabelRequirement:
-    key: str
-    operator: str  # In, NotIn, Exists, DoesNotExist
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    match_labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
-    match_expressions: tuple[LabelRequirement, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class PodInfo:
     """A pod that holds or reserves GPUs. `node` is where it is bound (None: pending)."""
 
@@ -164,20 +152,6 @@ class NodeInfo:
     schedulable: bool = True  # not spec.unschedulable (cordoned)
     taints: tuple[Taint, ...] = ()
     ready: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class PdbInfo:
-    namespace: str
-    name: str
-    selector: LabelSelector | None
-    #: status.disruptionsAllowed; None when the disruption controller never computed it (counts as 0)
-    disruptions_allowed: int | None
-    disrupted_pods: frozenset[str] = frozenset()  # status.disruptedPods: pod names
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,33 +240,6 @@ def _victim_reason(v: Victim) -> str:
 # ---------------------------------------------------------------- selectors and filters
 
 
-def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
-    """Whether a PDB's selector picks a pod, as the scheduler decides it: empty, missing or
-    invalid selectors pick nothing (``metav1.LabelSelectorAsSelector`` + ``selector.Empty()``)."""
-    if selector is None or (not selector.match_labels and not selector.match_expressions):
-        return False
-    for key, value in selector.match_labels.items():
-        if labels.get(key) != value:
-            return False
-    for req in selector.match_expressions:
-        op, present = req.operator, req.key in labels
-        if op in ("In", "NotIn"):
-            if not req.values:
-                return False  # invalid: the selector does not parse, so it matches nothing
-            if op == "In" and not (present and labels[req.key] in req.values):
-                return False
-            if op == "NotIn" and present and labels[req.key] in req.values:
-                return False
-        elif op in ("Exists", "DoesNotExist"):
-            if req.values:
-                return False  # invalid
-            if present != (op == "Exists"):
-                return False
-        else:
-            return False  # unknown operator: invalid
-    return True
-
-
 def _exclusion(node: NodeInfo, pod: Preemptor) -> str | None:
     """Why a filter that preemption cannot fix rejects `node`, or None."""
     tol = pod.tolerations
@@ -314,99 +261,6 @@ def _importance(p: PodInfo) -> tuple[int, float]:
     return (-p.priority, math.inf if p.start_time is None else p.start_time)
 
 
-class _Budgets:
-    """The PDBs by namespace, and which of them each pod counts against (computed once a pod)."""
-
-    def __init__(self, pdbs: Sequence[PdbInfo]) -> None:
-        self.pdbs = pdbs
-        #: id(pod) -> the budgets it counts against, for the pods seen by `note` (alive during one call)
-        self.hits: dict[int, tuple[int, ...]] = {}
-        #: (namespace, the pod's values at the label keys its budgets' selectors name) -> budgets
-        self.by_labels: dict[tuple[str, tuple[str | None, ...]], tuple[int, ...]] = {}
-        self.any_disrupted = any(b.disrupted_pods for b in pdbs)
-        self.keys = [b.key for b in pdbs]
-        self.allowed = [0 if b.disruptions_allowed is None else b.disruptions_allowed for b in pdbs]
-        # per namespace: budgets indexed by one of their matchLabels (key -> value -> budgets),
-        # and those with only matchExpressions, checked against every pod
-        self.keyed: dict[str, dict[str, dict[str, list[int]]]] = {}
-        self.loose: dict[str, list[int]] = {}
-        #: the index hit alone decides: one matchLabel and no expressions
-        self.simple: list[bool] = []
-        #: per namespace, every label key a selector there names: a selector's answer depends on
-        #: the pod's labels at those keys only, so pods alike there share one match
-        keys: dict[str, set[str]] = {}
-        for i, b in enumerate(pdbs):
-            sel = b.selector
-            self.simple.append(sel is not None and len(sel.match_labels) == 1 and not sel.match_expressions)
-            if sel is None:
-                continue
-            keys.setdefault(b.namespace, set()).update(sel.match_labels, (r.key for r in sel.match_expressions))
-            if sel.match_labels:
-                key, value = next(iter(sel.match_labels.items()))
-                by_key = self.keyed.setdefault(b.namespace, {}).setdefault(key, {})
-                by_key.setdefault(value, []).append(i)
-            elif sel.match_expressions:
-                self.loose.setdefault(b.namespace, []).append(i)
-        self.keys_of = {ns: tuple(sorted(found)) for ns, found in keys.items()}
-
-    def note(self, pod: PodInfo) -> bool:
-        """Work out (once) which budgets `pod` counts against; whether there are any."""
-        labels = pod.labels
-        if not labels:
-            return False  # a pod without labels matches no PDB
-        ns = pod.namespace
-        if ns not in self.keyed and ns not in self.loose:
-            return False
-        get = labels.get
-        sig = (ns, tuple([get(k) for k in self.keys_of[ns]]))
-        hits = self.by_labels.get(sig)
-        if hits is None:
-            hits = self.by_labels[sig] = self._match(ns, labels)
-        if hits and self.any_disrupted:
-            # in disruptedPods: already processed by the API server, not counted again
-            name = pod.name
-            hits = tuple([i for i in hits if name not in self.pdbs[i].disrupted_pods])
-        if hits:
-            self.hits[id(pod)] = hits
-        return bool(hits)
-
-    def _match(self, ns: str, labels: Mapping[str, str]) -> tuple[int, ...]:
-        """The budgets of namespace `ns` whose selector picks `labels`, in the order given."""
-        keyed, loose = self.keyed.get(ns), self.loose.get(ns)
-        found = list(loose) if loose else []
-        for key, by_value in keyed.items() if keyed else ():
-            value = labels.get(key)
-            if value is not None and value in by_value:
-                found += by_value[value]
-        found.sort()
-        pdbs, simple = self.pdbs, self.simple
-        # tuples of ints leave the cyclic GC's view: many kept lists would make it rescan them
-        return tuple([i for i in found if simple[i] or selector_matches(pdbs[i].selector, labels)])
-
-    def split(self, pods: Sequence[PodInfo]) -> tuple[list[tuple[PodInfo, tuple[str, ...]]], list[PodInfo]]:
-        """``filterPodsWithPDBViolation``: each matching budget counts down as victims (in the
-        order given) use it up; a pod that takes any budget below zero is violating. Order is kept."""
-        if not self.hits:
-            return [], list(pods)
-        taken: dict[int, int] = {}
-        violating: list[tuple[PodInfo, tuple[str, ...]]] = []
-        others: list[PodInfo] = []
-        hit_of, count, allowed, keys = self.hits.get, taken.get, self.allowed, self.keys
-        for pod in pods:
-            hits = hit_of(id(pod))
-            if hits:
-                broken: list[str] = []
-                for i in hits:
-                    taken[i] = n = count(i, 0) + 1
-                    if allowed[i] < n:
-                        broken.append(keys[i])
-                if broken:
-                    violating.append((pod, tuple(broken)))
-                    continue
-            others.append(pod)
-        return violating, others
-
-
 # ---------------------------------------------------------------- victims on one node
 
 
@@ -418,7 +272,7 @@ class _Candidate:
     violations: int
 
 
-def _select_victims(need: int, room: int, lower: list[PodInfo], budgets: _Budgets) -> tuple[list[Victim], int]:
+def _select_victims(need: int, room: int, lower: list[PodInfo], budgets: Budgets) -> tuple[list[Victim], int]:
     """``SelectVictimsOnNode`` once every lower-priority pod is known to make room: reprieve
     violating pods first, then the others, most important first; keep each that still fits."""
     lower.sort(key=_importance)
@@ -504,12 +358,16 @@ def default_preemption(
     pdbs: Sequence[PdbInfo] = (),
     *,
     scheduler_minor: int | None = None,
+    budgets: Budgets | None = None,
 ) -> NativeChoice:
     """What kube-scheduler would do for `preemptor` now. `pods` are the cluster's pods (bound,
     and pending ones with a nominated node); `scheduler_minor` below 27 selects the older
-    nominated-node check (any terminating lower-priority pod makes the preemptor wait)."""
+    nominated-node check (any terminating lower-priority pod makes the preemptor wait).
+    `budgets`: `Budgets(pdbs)` kept from an earlier call on the same `pdbs` (it remembers which
+    budgets each pod counts against)."""
     need, prio = preemptor.gpus, preemptor.priority
-    budgets = _Budgets(pdbs)
+    if budgets is None or budgets.pdbs is not pdbs:
+        budgets = Budgets(pdbs)
     used: dict[str, int] = defaultdict(int)  # by bound pods and pods nominated with priority >= prio
     lower: dict[str, list[PodInfo]] = defaultdict(list)  # potential victims that matter
     leaving: dict[str, list[PodInfo]] = defaultdict(list)  # terminating pods, any priority
