@@ -53,9 +53,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, NamedTuple
+
+import msgspec
 
 from gpuq.backends.base import NativePlan, NativeVictim
 from gpuq.backends.kubernetes.budgets import Budgets, LabelRequirement, LabelSelector, PdbInfo, selector_matches
@@ -122,9 +124,12 @@ class Toleration:
         return self.operator == "Exists"
 
 
-@dataclass(frozen=True, slots=True)
-class PodInfo:
-    """A pod that holds or reserves GPUs. `node` is where it is bound (None: pending)."""
+class PodInfo(msgspec.Struct, frozen=True, gc=False):
+    """A pod that holds or reserves GPUs. `node` is where it is bound (None: pending).
+
+    This and the other per-pod and per-node records are msgspec structs, not dataclasses: a
+    preview on a large cluster builds tens of thousands, and a frozen dataclass is many times
+    slower to build (benchmarks/README.md)."""
 
     key: str  # "namespace/name"
     namespace: str
@@ -133,7 +138,7 @@ class PodInfo:
     node: str | None = None
     start_time: float | None = None  # epoch seconds, status.startTime
     terminating: bool = False  # metadata.deletionTimestamp is set
-    labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+    labels: Mapping[str, str] = _NO_LABELS
     #: condition DisruptionTarget=True with reason PreemptionByScheduler (PreemptionByKubeScheduler before 1.27)
     preempted_by_scheduler: bool = False
     #: status.nominatedNodeName of a pending pod: it reserves GPUs there against lower priorities
@@ -145,8 +150,7 @@ class PodInfo:
         return self.key.partition("/")[2]
 
 
-@dataclass(frozen=True, slots=True)
-class NodeInfo:
+class NodeInfo(msgspec.Struct, frozen=True, gc=False):
     name: str
     allocatable_gpus: int
     schedulable: bool = True  # not spec.unschedulable (cordoned)
@@ -178,8 +182,7 @@ class Victim(NamedTuple):
     violated_pdbs: tuple[str, ...] = ()  # "namespace/name" of the budgets it would break
 
 
-@dataclass(frozen=True, slots=True)
-class NodeVerdict:
+class NodeVerdict(msgspec.Struct, frozen=True, gc=False):
     """One node as the scheduler sees it for this pod, for the "where the plans differ" table."""
 
     node: str
@@ -264,8 +267,7 @@ def _importance(p: PodInfo) -> tuple[int, float]:
 # ---------------------------------------------------------------- victims on one node
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
+class _Candidate(msgspec.Struct, frozen=True, gc=False):
     index: int  # position in the node list
     node: str
     victims: tuple[Victim, ...]  # most important first
