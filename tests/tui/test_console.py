@@ -46,7 +46,7 @@ async def test_queue_shows_the_views_rows_in_their_order(small_cluster: Cluster,
         shown = lines(table)
         assert shown[0].split()[:3] == ["ID", "NAME", "USER"]
         assert [line.split()[0] for line in shown[1 : 1 + len(expected)]] == expected
-        assert f"{len(expected)} jobs" in status(app)
+        await wait_for(pilot, lambda: f"{len(expected)} jobs" in status(app))  # (the status line: next tick)
 
 
 async def test_sort_keys_and_the_cursor_stays_on_its_job(small_cluster: Cluster, console: ConsoleFactory) -> None:
