@@ -148,7 +148,7 @@ def _global_option_decorators() -> list[Callable[[F], F]]:
         click.option(
             "--no-color", is_flag=True, default=False, help="No colours (NO_COLOR is honoured too).", **common
         ),
-        click.option("--seed", type=int, metavar="N", help="Demo backend: random seed.", **common),
+        click.option("--seed", type=int, metavar="N", help="Seed: demo backend, trace class rules.", **common),
         click.option(
             "--context",
             "contexts",

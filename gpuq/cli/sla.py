@@ -3,14 +3,23 @@
 `-o json` → `{"since", "overall": {...}, "classes": {"<name>": {"count", "pending", "p50_s",
 "p95_s", "p99_s", "max_s", "p95_incl_pending_s", "target_p95_s", "breach"}}}`; without `--since`
 it covers every job in the snapshot.
+
+`gpuq sla --trace TRACE [--preset P | --columns …]`: the waits a recorded trace really had
+(start − submit), per class and overall; jobs that never started are left out and counted.
+`-o json` → `{"trace", "format", "jobs", "never_started", "overall": {...}, "classes":
+{"<name>": {"count", "never_started", "mean_s", "p50_s", "p95_s", "p99_s", "max_s",
+"target_p95_s", "sla_breaches", "breach"}}}`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
 from gpuq.cli.options import App, global_options, pass_app, watchable
 from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table
+from gpuq.cli.traceopts import trace_args, trace_options
 from gpuq.timefmt import parse_duration
 from gpuq.views.columns import SLA
 from gpuq.views.sla import sla_view
@@ -43,11 +52,25 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     callback=_duration,
     help="Only jobs queued or started in the last DURATION (e.g. 24h).",
 )
+@click.option(
+    "--trace",
+    metavar="TRACE",
+    type=click.Path(dir_okay=True),
+    help="The waits a recorded trace really had (a job log, sacct output, a snapshot history, a public trace).",
+)
+@trace_options
 @global_options
 @watchable
 @pass_app
-def sla(app: App, since: float | None) -> None:
+def sla(app: App, since: float | None, trace: str | None = None, **options: Any) -> None:
     """Queue-wait P50/P95/P99/max per class against each class's target P95."""
+    if trace is not None:
+        if since is not None:
+            raise click.UsageError("--since reads a live cluster's queue; with --trace every recorded job counts")
+        _trace_sla(app, trace, options)
+        return
+    if any(options.get(k) is not None for k in ("preset", "columns", "class_from")):
+        raise click.UsageError("--preset, --columns and --class-from go with --trace")
     view = sla_view(app.cluster, app.snapshot(), since)
     if app.output == "json":
         emit_json(view.report.to_dict())
@@ -64,3 +87,34 @@ def sla(app: App, since: float | None) -> None:
                      VERDICTS[row.verdict]))  # fmt: skip
     print_table(app, SLA, rows, title=f"{view.cluster} at {fmt_time(view.taken_at)}: queue waits, {window}",
                 styles=VERDICT_STYLES)  # fmt: skip
+
+
+_TRACE_FIELDS = ("count", "never_started", "mean_s", "p50_s", "p95_s", "p99_s", "max_s", "target_p95_s",
+                 "sla_breaches", "breach")  # fmt: skip
+
+
+def _trace_sla(app: App, trace: str, options: dict[str, Any]) -> None:
+    from gpuq.config import load_policy_file
+    from gpuq.service import policy_source
+    from gpuq.views.tracesla import TRACE_SLA, trace_sla_view
+
+    o = app.options
+    policy = (load_policy_file(o.policy) if o.policy else policy_source(app.config, o.cluster)).policy
+    view = trace_sla_view(trace, policy=policy, **trace_args(**options))
+    if app.output == "json":
+        emit_json(view.report.to_dict())
+        return
+    if app.output == "csv":
+        emit_csv(("class", *_TRACE_FIELDS), ([r.name, *(getattr(r.waits, f) for f in _TRACE_FIELDS)]
+                                             for r in view.rows))  # fmt: skip
+        return
+    rows = []
+    for row in view.rows:
+        w = row.waits
+        durations = (w.mean_s, w.p50_s, w.p95_s, w.p99_s, w.max_s, w.target_p95_s)
+        rows.append((row.name, str(w.count), str(w.never_started), *(fmt_duration(d) for d in durations),
+                     "-" if w.sla_breaches is None else str(w.sla_breaches), VERDICTS[row.verdict]))  # fmt: skip
+    report = view.report
+    title = (f"{report.trace} ({report.format}): recorded queue waits of {report.jobs} jobs, "
+             f"{report.never_started} never started")  # fmt: skip
+    print_table(app, TRACE_SLA, rows, title=title, styles=VERDICT_STYLES)
