@@ -2,8 +2,9 @@
 
 Backends are the only code that touches subprocesses, HTTP, NVML or other programs' files. Each
 turns its world into `gpuq.model` objects, says what it can do (`Capabilities`: which actions,
-the priorities an operator may set, whether it predicts its own scheduler, the options it takes
-and their types) and runs actions in two steps: `prepare_*` reads what it needs and fixes the
+the priorities an operator may set, whether it predicts its own scheduler, whether it exports
+its job history as a trace (`Backend.export_history`), the options it takes and their types)
+and runs actions in two steps: `prepare_*` reads what it needs and fixes the
 exact external calls into an `ActionPlan` without changing anything; `apply` makes exactly those
 calls, after checking that the job is still as it was (`ActionPlan.guard`), and reports what
 changed. The service (`gpuq.service`) validates requests, writes the audit log and asks the
@@ -13,14 +14,17 @@ operator in between. Backends raise only `gpuq.errors` exceptions.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpuq.errors import BadInput, Refused
 from gpuq.model import PreviewRequest, Snapshot
 from gpuq.policy.config import Mode, Policy
+
+if TYPE_CHECKING:
+    from gpuq.trace.record import TraceJob
 
 __all__ = [
     "ACTIONS",
@@ -248,6 +252,11 @@ class Capabilities:
     #: what the backend cannot read now and what that leaves out, in words for the operator
     #: (Kubernetes without the right to list nodes: "GPU occupancy from pods only …"); views show them
     notes: tuple[str, ...] = ()
+    #: whether `Backend.export_history` gives the cluster's job history as a trace (`gpuq trace export`)
+    history: bool = False
+    #: the name of the scheduler's own accounting format `Backend.export_history_raw` writes
+    #: (Slurm: "sacct", its ``--parsable2`` output); "" when it has none
+    history_format: str = ""
 
 
 class Backend(ABC):
@@ -318,6 +327,21 @@ class Backend(ABC):
     def native_preview(self, snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None:
         """What the native scheduler would preempt for `request`, when the backend can tell."""
         return None
+
+    # -- history (only when `capabilities.history`)
+
+    def export_history(self, since: float, until: float) -> Iterator[TraceJob]:
+        """The jobs the cluster knows of over ``[since, until]`` (epoch s): submitted by `until`
+        and not ended before `since`, one `TraceJob` at a time, as the backend's own accounting
+        records them (jobs still pending have no start). Whatever it runs starts as the first job
+        is taken. Raises Refused when the backend keeps no history (this default), Unreachable,
+        PermissionDenied, BadInput (output it cannot parse)."""
+        raise Refused(f"backend {self.name} keeps no job history gpuq can export")
+
+    def export_history_raw(self, since: float, until: float) -> Iterator[str]:
+        """The same jobs in the scheduler's own format (`Capabilities.history_format`), line by
+        line as it prints them, without line ends; Refused when it has none (this default)."""
+        raise Refused(f"backend {self.name} has no accounting format of its own to export")
 
     def _unsupported(self, action: str) -> Refused:
         why = self.capabilities.read_only_reason or f"backend {self.name} cannot {action} jobs"

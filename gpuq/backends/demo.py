@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any, ClassVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
@@ -51,6 +51,9 @@ from gpuq.sim import state as sim_state
 from gpuq.sim.incident import shows_incident
 from gpuq.sim.jobs import SimJob
 from gpuq.timefmt import format_time
+
+if TYPE_CHECKING:
+    from gpuq.trace.record import TraceJob
 
 __all__ = ["DEFAULT_SEED", "DEFAULT_SPEED", "STATE_FORMAT", "DemoBackend", "StateNotSaved"]
 
@@ -141,7 +144,9 @@ class DemoBackend(Backend):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(actions=frozenset({"bump", "exempt", "preempt", "resume"}), priority_range=(0, 2**31 - 1))
+        return Capabilities(
+            actions=frozenset({"bump", "exempt", "preempt", "resume"}), priority_range=(0, 2**31 - 1), history=True
+        )
 
     @property
     def state_path(self) -> Path:
@@ -298,6 +303,17 @@ class DemoBackend(Backend):
     def snapshot(self, *, ledger: bool = True) -> Snapshot:  # ledger: nothing cached to skip
         with self._session() as sim:
             return sim.snapshot()
+
+    def export_history(self, since: float, until: float) -> Iterator[TraceJob]:
+        """The simulated jobs over ``[since, until]``: the live ones and the finished ones it keeps
+        (the last `HISTORY_LIMIT`), with the run time each needs (`jobtrace.trace_job`)."""
+        from gpuq.backends.jobtrace import in_window, trace_job
+
+        with self._session(write=False) as sim:
+            snap = sim.snapshot()
+        now = snap.taken_at.timestamp()
+        traced = (trace_job(job, now) for job in snap.jobs)
+        return (job for job in traced if in_window(job, since, until))
 
     def reset(self) -> None:
         """Forget the cluster: the next call starts a fresh one (with this backend's seed)."""

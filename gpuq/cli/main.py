@@ -43,6 +43,9 @@ _COMMANDS: dict[str, str] = {
     "completion": "gpuq.cli.completion:completion",
     "config": "gpuq.cli.config_cmd:config",
     "tui": "gpuq.cli.tui:tui",
+    "trace": "gpuq.cli.trace:trace",
+    "tune": "gpuq.cli.tune:tune_command",
+    "replay": "gpuq.cli.replay:replay",
 }
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gpuq.backends.base import ActionPlan, ActionResult, Backend, Capabilities, NativePlan, OptionSpec, PriorityChange
 from gpuq.backends.kubernetes.actions import KubeActions
@@ -25,6 +25,9 @@ from gpuq.backends.kubernetes.state import ClusterState
 from gpuq.errors import BadInput
 from gpuq.model import PreviewRequest, Snapshot, from_epoch
 from gpuq.policy.config import Mode
+
+if TYPE_CHECKING:
+    from gpuq.trace.record import TraceJob
 
 __all__ = ["ACTIONS", "KubernetesBackend"]
 
@@ -103,6 +106,7 @@ class KubernetesBackend(Backend):
             priority_range=self.priority_range(),
             native_preview=True,
             notes=tuple(notes),
+            history=True,
         )
 
     def priority_range(self) -> tuple[int, int]:
@@ -141,6 +145,12 @@ class KubernetesBackend(Backend):
         """kube-scheduler's DefaultPreemption for `request`, on what the cache holds now
         (gpuq/backends/kubernetes/native.py)."""
         return self.native.plan(request)
+
+    def export_history(self, since: float, until: float) -> Iterator[TraceJob]:
+        """The GPU pods of every phase the API server holds, as a trace (`history.pods_history`)."""
+        from gpuq.backends.kubernetes.history import pods_history
+
+        return pods_history(self.state.informers["pods"], since, until, self.clock())
 
     def close(self) -> None:
         """Stop the watch threads (the process may also simply exit: they are daemons)."""

@@ -58,6 +58,7 @@ __all__ = [
     "StatusCause",
     "StatusDetails",
     "PodTemplate",
+    "Running",
     "Taint",
     "TemplateSpec",
     "Terminated",
@@ -204,10 +205,16 @@ class PodSpec(_Wire):
 class Terminated(_Wire):
     exit_code: int = 0
     reason: str = ""
+    started_at: datetime | None = None
     finished_at: datetime | None = None
 
 
+class Running(_Wire):
+    started_at: datetime | None = None
+
+
 class ContainerState(_Wire):
+    running: Running | None = None
     terminated: Terminated | None = None
 
 

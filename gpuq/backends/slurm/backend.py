@@ -16,12 +16,13 @@ window is never undone by a read that started before it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gpuq.backends.base import (
     ACTIONS,
@@ -43,9 +44,12 @@ from gpuq.backends.slurm.merge import merge_history
 from gpuq.backends.slurm.queueread import DETAIL_ONE_BY_ONE_MAX, QueueReader
 from gpuq.backends.slurm.runner import Runner
 from gpuq.backends.slurm.snapshot import LastRead, read_sacct, take_snapshot
-from gpuq.errors import BadInput
+from gpuq.errors import BadInput, GpuqError
 from gpuq.model import Job, PreviewRequest, Snapshot
 from gpuq.policy.config import Mode
+
+if TYPE_CHECKING:
+    from gpuq.trace.record import TraceJob
 
 __all__ = ["SlurmBackend"]
 
@@ -135,6 +139,8 @@ class SlurmBackend(Backend):
             # Slurm reads Priority=0 as a hold; the top is what scontrol accepts (`PRIORITY_MAX`).
             priority_range=(1, PRIORITY_MAX),
             native_preview=True,
+            history=True,
+            history_format="sacct",
         )
 
     def _load_disk(self) -> None:
@@ -168,6 +174,27 @@ class SlurmBackend(Backend):
         records = read_sacct(self.runner, self.configs, since, until, disabled_ok=False)
         jobs, _events = merge_history([], records, class_key(cfg))
         return jobs
+
+    def export_history(self, since: float, until: float) -> Iterator[TraceJob]:
+        """sacct's accounting for ``[since, until]`` as a trace (`trace.export_jobs`), streaming."""
+        from gpuq.backends.slurm.trace import export_jobs
+
+        self._learn_name()
+        return export_jobs(self.runner, since, until)
+
+    def export_history_raw(self, since: float, until: float) -> Iterator[str]:
+        """The same sacct output as printed: ``--parsable2``, a header, `trace.TRACE_FIELDS`."""
+        from gpuq.backends.slurm.trace import export_lines
+
+        self._learn_name()
+        return export_lines(self.runner, since, until)
+
+    def _learn_name(self) -> None:
+        """The cluster's name for an export's header (slurm.conf's ClusterName, from scontrol),
+        when neither -M nor an earlier read gave it; sacct may answer while slurmctld does not."""
+        if not self.cluster:
+            with contextlib.suppress(GpuqError):  # (the header then names no cluster)
+                self.show_config()
 
     def job_ids(self) -> list[str]:
         try:

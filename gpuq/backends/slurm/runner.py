@@ -284,6 +284,49 @@ class Runner:
             raise failure
         return result  # type: ignore[return-value]
 
+    def lines(self, args: Sequence[str], *, timeout_s: float | None = None, what: str = "") -> Iterator[str]:
+        """stdout's lines as the command writes them, for a caller that takes them one at a time
+        (a trace export writes sacct's output on as it comes). The command starts at the first
+        line taken; errors are mapped as in `run` and raised where the output ends (a command
+        that fails at once: at the first line taken). Closing the iterator early kills it."""
+        argv = self.argv(args)
+        shown = _shown(argv)
+        missing = _missing_conf()
+        if missing is not None:
+            raise missing
+        limit = timeout_s or self.timeout_s
+        proc = _spawn(argv, text=False)
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            _kill_group(proc)
+
+        timer = threading.Timer(limit, kill)
+        timer.daemon = True
+        errors: list[bytes] = []
+        assert proc.stdout is not None and proc.stderr is not None  # noqa: S101 - both are pipes
+        err_stream = proc.stderr
+        reader = threading.Thread(target=lambda: errors.append(err_stream.read()), daemon=True)
+        timer.start()
+        reader.start()
+        try:
+            yield from _lines(proc.stdout)
+            proc.wait()
+        finally:  # (also when the caller stops early: the command is killed, never left running)
+            timer.cancel()
+            if proc.poll() is None:
+                _kill_group(proc)
+                proc.wait()
+            reader.join()
+            proc.stdout.close()
+            proc.stderr.close()
+        if timed_out.is_set():
+            raise _no_answer(shown, limit)
+        if proc.returncode != 0:
+            stderr = b"".join(errors).decode(errors="replace").strip()
+            raise self.error(argv, stderr or f"exit status {proc.returncode} from {argv[0]}", what)
+
     def error(self, argv: Sequence[str], message: str, what: str = "") -> GpuqError:
         shown = _shown(argv)
         first = message.splitlines()[0] if message else f"exit status non-zero from {argv[0]}"

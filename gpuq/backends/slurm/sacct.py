@@ -7,7 +7,7 @@ records, one per run with ``-D``, whose end time is when the job was preempted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from gpuq.backends.slurm.gres import gpus_from_tres
@@ -23,6 +23,8 @@ __all__ = [
     "parse_sacct_json",
     "parse_sacct_parsable",
     "preemption_times",
+    "record_from_fields",
+    "record_from_json",
 ]
 
 #: ``sacct -P -o`` fields, valid in 22.05 .. 26.05.
@@ -103,7 +105,6 @@ def parse_sacct_parsable(
     """
     out: list[AcctRecord] = []
     n = len(SACCT_FIELDS)
-    times = TIME_CACHE
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line:
             continue
@@ -113,34 +114,41 @@ def parse_sacct_parsable(
         if len(f) > n:  # a '|' inside JobName: fold the excess back into the name
             extra = len(f) - n
             f = f[:2] + ["|".join(f[2 : 3 + extra])] + f[3 + extra :]
-        tres = f[15] or f[16]
-        # A run cancelled while pending shows Start=End but never had an allocation (AllocTRES empty).
-        start_s = f[12] if f[15] else ""
-        prio_s = f[7]  # (empty for a job that never had one; a short ASCII number converted in line)
-        if len(prio_s) < 16 and prio_s.isascii() and prio_s.isdigit():
-            priority = int(prio_s)
-        else:
-            priority = whole(prio_s, "Priority", MAX_PRIORITY) if prio_s.isdigit() else 0
-        out.append(
-            AcctRecord(
-                id=f[0],
-                raw_id=f[1],
-                name=f[2],
-                user=f[3],
-                account=clean(f[4]),
-                partition=clean(f[5]),
-                qos=clean(f[6]) if qos_names is None else _qos_name(f[6], qos_names, unknown_qos),
-                priority=priority,
-                state=_STATES[f[8]] if f[8] in _STATES else map_state(f[8]),
-                raw_state=f[8],
-                submit=times[f[10]] if f[10] in times else text_time(f[10]),
-                eligible=times[f[11]] if f[11] in times else text_time(f[11]),
-                start=times[start_s] if start_s in times else text_time(start_s),
-                end=times[f[13]] if f[13] in times else text_time(f[13]),
-                gpus=gpus_from_tres(tres) or 0,
-            )
-        )
+        out.append(record_from_fields(f, qos_names, unknown_qos))
     return out
+
+
+def record_from_fields(
+    f: Sequence[str], qos_names: Mapping[str, str] | None = None, unknown_qos: set[str] | None = None
+) -> AcctRecord:
+    """One row's fields, in `SACCT_FIELDS` order (a reader of other columns puts "" where it has
+    none); ``qos_names`` as in `parse_sacct_parsable`. ValueError on a malformed value."""
+    times = TIME_CACHE
+    tres = f[15] or f[16]
+    # A run cancelled while pending shows Start=End but never had an allocation (AllocTRES empty).
+    start_s = f[12] if f[15] else ""
+    prio_s = f[7]  # (empty for a job that never had one; a short ASCII number converted in line)
+    if len(prio_s) < 16 and prio_s.isascii() and prio_s.isdigit():
+        priority = int(prio_s)
+    else:
+        priority = whole(prio_s, "Priority", MAX_PRIORITY) if prio_s.isdigit() else 0
+    return AcctRecord(
+        id=f[0],
+        raw_id=f[1],
+        name=f[2],
+        user=f[3],
+        account=clean(f[4]),
+        partition=clean(f[5]),
+        qos=clean(f[6]) if qos_names is None else _qos_name(f[6], qos_names, unknown_qos),
+        priority=priority,
+        state=_STATES[f[8]] if f[8] in _STATES else map_state(f[8]),
+        raw_state=f[8],
+        submit=times[f[10]] if f[10] in times else text_time(f[10]),
+        eligible=times[f[11]] if f[11] in times else text_time(f[11]),
+        start=times[start_s] if start_s in times else text_time(start_s),
+        end=times[f[13]] if f[13] in times else text_time(f[13]),
+        gpus=gpus_from_tres(tres) or 0,
+    )
 
 
 def _qos_name(qos_id: str, names: Mapping[str, str], unknown: set[str] | None) -> str | None:
@@ -175,52 +183,52 @@ def parse_sacct_json(data: Mapping[str, Any]) -> list[AcctRecord]:
     jobs = data.get("jobs")
     if not isinstance(jobs, list):
         raise ValueError("no 'jobs' list in sacct JSON")
-    out: list[AcctRecord] = []
-    for job in jobs:
-        array = job.get("array") or {}
-        het = job.get("het") or {}
-        raw = str(_whole(job["job_id"], "job_id"))
-        task = json_number(array.get("task_id"))
-        task_text: int | str | None = (
-            _whole(task, "array.task_id") if task is not None else (text_field(array, "task") or None)
-        )
-        het_off = json_number(het.get("job_offset"))
-        jid = job_id_text(
-            raw,
-            _whole(array.get("job_id"), "array.job_id"),
-            task_text,
-            _whole(het.get("job_id"), "het.job_id"),
-            _whole(het_off, "het.job_offset") if het_off is not None else None,
-        )
-        state_block = job.get("state") or {}
-        current = state_block.get("current")
-        raw_state = current[0] if isinstance(current, list) and current else str(current or "")
-        t = job.get("time") or {}
-        tres = job.get("tres") or {}
-        allocated = tres.get("allocated") or []
-        gpus = _tres_gpus(allocated)
-        if gpus is None:
-            gpus = _tres_gpus(tres.get("requested") or []) or 0
-        out.append(
-            AcctRecord(
-                id=jid,
-                raw_id=raw,
-                name=text_field(job, "name"),
-                user=text_field(job, "user"),
-                account=clean(text_field(job, "account")),
-                partition=clean(text_field(job, "partition")),
-                qos=clean(text_field(job, "qos")),
-                priority=_whole(job.get("priority"), "priority", MAX_PRIORITY),
-                state=map_state(raw_state),
-                raw_state=raw_state,
-                submit=epoch_or_none(t.get("submission")),
-                eligible=epoch_or_none(t.get("eligible")),
-                start=epoch_or_none(t.get("start")) if allocated else None,
-                end=epoch_or_none(t.get("end")),
-                gpus=gpus,
-            )
-        )
-    return out
+    return [record_from_json(job) for job in jobs]
+
+
+def record_from_json(job: Mapping[str, Any]) -> AcctRecord:
+    """One decoded element of sacct JSON's ``jobs`` list (KeyError/ValueError when malformed)."""
+    array = job.get("array") or {}
+    het = job.get("het") or {}
+    raw = str(_whole(job["job_id"], "job_id"))
+    task = json_number(array.get("task_id"))
+    task_text: int | str | None = (
+        _whole(task, "array.task_id") if task is not None else (text_field(array, "task") or None)
+    )
+    het_off = json_number(het.get("job_offset"))
+    jid = job_id_text(
+        raw,
+        _whole(array.get("job_id"), "array.job_id"),
+        task_text,
+        _whole(het.get("job_id"), "het.job_id"),
+        _whole(het_off, "het.job_offset") if het_off is not None else None,
+    )
+    state_block = job.get("state") or {}
+    current = state_block.get("current")
+    raw_state = current[0] if isinstance(current, list) and current else str(current or "")
+    t = job.get("time") or {}
+    tres = job.get("tres") or {}
+    allocated = tres.get("allocated") or []
+    gpus = _tres_gpus(allocated)
+    if gpus is None:
+        gpus = _tres_gpus(tres.get("requested") or []) or 0
+    return AcctRecord(
+        id=jid,
+        raw_id=raw,
+        name=text_field(job, "name"),
+        user=text_field(job, "user"),
+        account=clean(text_field(job, "account")),
+        partition=clean(text_field(job, "partition")),
+        qos=clean(text_field(job, "qos")),
+        priority=_whole(job.get("priority"), "priority", MAX_PRIORITY),
+        state=map_state(raw_state),
+        raw_state=raw_state,
+        submit=epoch_or_none(t.get("submission")),
+        eligible=epoch_or_none(t.get("eligible")),
+        start=epoch_or_none(t.get("start")) if allocated else None,
+        end=epoch_or_none(t.get("end")),
+        gpus=gpus,
+    )
 
 
 def preemption_times(records: Iterable[AcctRecord]) -> dict[str, tuple[float, ...]]:
