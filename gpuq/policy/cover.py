@@ -71,6 +71,11 @@ def search_node(node: str, need: int, eligible: Sequence[Item], best: Best) -> N
         search(i + 1, freed, cost)
 
     search(0, 0, 0.0)
+    search = _searched  # (it refers to itself: the cycle would outlive the call where gc is off)
+
+
+def _searched(i: int, freed: int, cost: float) -> None:
+    """What `search_node`'s recursive search is set to once it is done."""
 
 
 def best_single_node(nodes: Iterable[tuple[str, int, Sequence[Item]]]) -> tuple[list[Item], str] | None:

@@ -19,7 +19,18 @@ from typing import TYPE_CHECKING, Any
 from gpuq.errors import NotFound, Refused
 from gpuq.policy.config import Mode
 from gpuq.sim.convert import Why, for_job
-from gpuq.sim.jobs import CANCELLED, COMPLETED, FUTURE, PENDING, RUNNING, SUSPENDED, SimJob, on_grid, preemption
+from gpuq.sim.jobs import (
+    CANCELLED,
+    COMPLETED,
+    FUTURE,
+    PENDING,
+    RUNNING,
+    SUSPENDED,
+    SimJob,
+    on_grid,
+    preemption,
+    stopped_progress,
+)
 from gpuq.sim.victims import Choice, scan
 from gpuq.timefmt import format_time
 
@@ -191,7 +202,15 @@ def _hold(sim: Simulator, job: SimJob, why: str) -> None:
     of the queue, holds its GPUs (`Simulator.held`: nobody else may use them) until `_unhold`."""
     now = sim.now
     job.last_ckpt = job.last_checkpoint(now)
-    job.done += now - job.run_start  # type: ignore[operator]
+    if job.save_s != 0.0 or job.restore_s != 0.0:  # (checkpoint costs: only the work is progress)
+        kept, overhead, lost = stopped_progress(job, now, final_save=False)
+        job.done += kept
+        job.lost_s += lost
+        sim.lost_gpu_s += lost
+        job.overhead_s += job.gpus * overhead
+        sim.overhead_gpu_s += job.gpus * overhead
+    else:
+        job.done += now - job.run_start  # type: ignore[operator]
     job.preempt_times.append(now)
     sim.preemptions += 1
     if sim.trace is not None:

@@ -24,11 +24,18 @@ class Gpus:
         self.per_node = gpus_per_node
         self.free: list[list[int]] = [list(range(gpus_per_node)) for _ in self.names]
         self.free_n = [gpus_per_node] * len(self.names)
+        #: how many nodes have exactly k free GPUs, k = 0 … per_node (best fit without a scan)
+        self.level = [0] * (gpus_per_node + 1)
+        self.level[gpus_per_node] = len(self.names)
         self.total_free = gpus_per_node * len(self.names)
         self.capacity = self.total_free
 
     def max_free(self) -> int:
-        return max(self.free_n) if self.free_n else 0
+        level = self.level
+        for k in range(self.per_node, 0, -1):
+            if level[k]:
+                return k
+        return 0
 
     def fits(self, gpus: int) -> bool:
         if gpus <= self.per_node:
@@ -45,17 +52,12 @@ class Gpus:
                 i = self.index.get(name)
                 if i is not None and free_n[i] >= gpus:
                     return [(i, self.free[i][:gpus])]
-            if gpus in free_n:  # an exact fit is the best fit (C-speed scan)
-                i = free_n.index(gpus)
-                return [(i, self.free[i][:gpus])]
-            best = -1
-            best_n = self.per_node + 1
-            for i, n in enumerate(free_n):
-                if gpus <= n < best_n:
-                    best, best_n = i, n
-                    if n == gpus:
-                        break
-            return None if best < 0 else [(best, self.free[best][:gpus])]
+            level = self.level
+            for k in range(gpus, self.per_node + 1):  # the fewest free GPUs that fit, the first such node
+                if level[k]:
+                    i = free_n.index(k)
+                    return [(i, self.free[i][:gpus])]
+            return None
         if self.total_free < gpus:
             return None
         preferred = [self.index[p] for p in prefer if p in self.index]
@@ -75,8 +77,7 @@ class Gpus:
         alloc: dict[str, list[int]] = {}
         for i, idx in placement:
             del self.free[i][: len(idx)]  # placements always take the lowest free indexes
-            self.free_n[i] -= len(idx)
-            self.total_free -= len(idx)
+            self._count(i, -len(idx))
             alloc[self.names[i]] = idx
         return alloc
 
@@ -86,8 +87,7 @@ class Gpus:
             free = self.free[i]
             free.extend(idx)
             free.sort()
-            self.free_n[i] += len(idx)
-            self.total_free += len(idx)
+            self._count(i, len(idx))
 
     def claim(self, alloc: dict[str, list[int]]) -> None:
         """Mark an existing allocation as used (when restoring saved state)."""
@@ -96,5 +96,13 @@ class Gpus:
             free = self.free[i]
             for gpu in idx:
                 free.remove(gpu)  # raises ValueError on a double booking
-            self.free_n[i] -= len(idx)
-            self.total_free -= len(idx)
+            self._count(i, -len(idx))
+
+    def _count(self, i: int, change: int) -> None:
+        """Node `i` has `change` more free GPUs."""
+        level = self.level
+        n = self.free_n[i]
+        level[n] -= 1
+        level[n + change] += 1
+        self.free_n[i] = n + change
+        self.total_free += change

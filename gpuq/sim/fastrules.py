@@ -138,6 +138,16 @@ class FastRules:
             tick = strictly_after(tick)
         return tick
 
+    def prot_of(self, job: SimJob, now: float) -> float:
+        """When a running job's protections end (0.0: none protects it), `protection_end` the
+        first time it is asked (`Simulator.arm` leaves -1.0). Asked at any moment of the run it
+        answers the same for every moment from then on: the end does not move while it is
+        protected, and once it lapses nothing protects the run again until it is armed anew."""
+        prot = job.prot
+        if prot < 0:
+            prot = job.prot = self.protection_end(job, now)
+        return prot
+
     def priority_of(self, job: SimJob, now: float, queued: bool) -> float:
         """The kernel's effective priority of any job (queued: its wait so far; else the wait up
         to its last start): for the few places outside the loop that ask."""

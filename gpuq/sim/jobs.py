@@ -28,7 +28,9 @@ __all__ = [
     "id_key",
     "on_grid",
     "preemption",
+    "stopped_progress",
     "strictly_after",
+    "with_checkpoint_costs",
 ]
 
 # Job states inside the simulator; the visible ones equal `model.JobState` values.
@@ -115,6 +117,10 @@ class SimJob:
         "prot",
         "place",
         "listed",
+        "first_start",
+        "save_s",
+        "restore_s",
+        "overhead_s",
     )
 
     def __init__(self, spec: JobSpec) -> None:
@@ -153,27 +159,75 @@ class SimJob:
         self.prot = 0.0  # when its protections (exemption, min runtime, 24 h cap) end; 0 = none
         self.place: tuple[tuple[int, int], ...] = ()  # (node index, GPUs there) of the current run
         self.listed = False  # counted as a possible victim at `rep` (`victims.VictimIndex.add`)
+        self.first_start: float | None = None  # the start of its first run (its queue wait ends)
+        # Checkpoint costs of the current run (`Simulator.set_running`; 0.0: free, the common case):
+        # each save takes `save_s` after every `ckpt` seconds of work; a restart from saved
+        # progress first restores for `restore_s`.
+        self.save_s = 0.0
+        self.restore_s = 0.0
+        self.overhead_s = 0.0  # GPU-seconds spent saving and restoring (closed runs)
 
     def last_checkpoint(self, now: float) -> float | None:
-        """The last checkpoint the job reported by `now` (None for jobs that report none)."""
+        """The last checkpoint the job reported by `now` (None for jobs that report none).
+
+        With checkpoint costs a run's checkpoints complete at `start + restore + k × (ckpt +
+        save)`, and the end of its restore counts as one (the job stands at saved progress);
+        a run that has saved nothing yet answers its start (everything since is lost), so the
+        kernel's loss never falls back to `ran mod interval` for a save still in progress."""
         ckpt = self.ckpt
         if ckpt is None:
             return None
         start = self.run_start
         if start is not None and self.state == RUNNING and ckpt > 0:
-            saved = (now - start) // ckpt * ckpt
-            if saved > 0:
-                return on_grid(start + saved)
+            if self.save_s == 0.0 and self.restore_s == 0.0:
+                saved = (now - start) // ckpt * ckpt
+                if saved > 0:
+                    return on_grid(start + saved)
+            else:
+                base = start + self.restore_s
+                if base <= now:
+                    cycles = (now - base) // (ckpt + self.save_s)
+                    if cycles > 0:
+                        return on_grid(base + cycles * (ckpt + self.save_s))
+                    if self.restore_s > 0:
+                        return on_grid(base)
+                return start if self.last_ckpt is None else self.last_ckpt
         return self.last_ckpt
+
+    def progress(self, now: float) -> tuple[float, float, float]:
+        """The current run up to `now` as (seconds of work done, seconds of checkpoint overhead
+        completed — its restore and its finished saves —, seconds of work its checkpoints saved).
+        Without checkpoint costs all of the run is work. A restore or a save cut short is
+        neither work nor overhead."""
+        start: float = self.run_start  # type: ignore[assignment]
+        if self.save_s == 0.0 and self.restore_s == 0.0:
+            return now - start, 0.0, 0.0
+        base = start + self.restore_s
+        if now < base:
+            return 0.0, 0.0, 0.0
+        after = now - base
+        ckpt = self.ckpt or 0.0
+        if ckpt <= 0:
+            return after, self.restore_s, 0.0
+        cycles = after // (ckpt + self.save_s)
+        within = after - cycles * (ckpt + self.save_s)  # into the current cycle: work, then a save
+        saved = cycles * ckpt
+        return saved + (within if within < ckpt else ckpt), self.restore_s + cycles * self.save_s, saved
 
     _FIELDS: ClassVar[tuple[str, ...]] = (
         "id", "name", "user", "tenant", "cls", "priority", "urgent", "submit", "qs", "gpus", "duration", "ckpt",
         "state", "done", "run_start", "end", "alloc", "preempt_times", "last_ckpt", "exempt_until", "epoch",
         "qver", "hver", "aging", "gpu_s", "lost_s", "drain_until", "claim", "claimed_by",
     )  # fmt: skip
+    #: saved too, with the value a state saved before they existed stands for
+    _NEWER_FIELDS: ClassVar[tuple[tuple[str, Any], ...]] = (
+        ("first_start", None), ("save_s", 0.0), ("restore_s", 0.0), ("overhead_s", 0.0),
+    )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self._FIELDS}
+        for name, _ in self._NEWER_FIELDS:
+            out[name] = getattr(self, name)
         out["alloc"] = {node: list(idx) for node, idx in self.alloc.items()}
         out["preempt_times"] = list(self.preempt_times)
         out["claim"] = list(self.claim)
@@ -184,6 +238,8 @@ class SimJob:
         job = cls(JobSpec(str(raw["id"]), 0.0, 0.0))  # (a compiled class has no bare __new__)
         for name in cls._FIELDS:
             setattr(job, name, raw[name])
+        for name, default in cls._NEWER_FIELDS:
+            setattr(job, name, raw.get(name, default))
         job.idkey = id_key(job.id)
         job.rep = job.prot = 0.0
         job.place = ()
@@ -201,18 +257,21 @@ _GRACEFUL, _CANCEL, _SUSPEND = Mode.GRACEFUL, Mode.CANCEL, Mode.SUSPEND
 class Preemption:
     """What preempting a running job now does to it: `state` after (RUNNING while it saves
     through a grace period), GPU-seconds `lost`, seconds of work `kept` (added to `done`), its
-    new last `checkpoint` (None: unchanged), and the end of its grace period (None: none)."""
+    new last `checkpoint` (None: unchanged), the end of its grace period (None: none), and the
+    seconds of this run's checkpoint `overhead` (saves and restore; 0.0 without their costs)."""
 
-    __slots__ = ("state", "lost", "kept", "checkpoint", "grace_until")
+    __slots__ = ("state", "lost", "kept", "checkpoint", "grace_until", "overhead")
 
     def __init__(
-        self, state: str, lost: float, kept: float, checkpoint: float | None, grace_until: float | None
-    ) -> None:
+        self, state: str, lost: float, kept: float, checkpoint: float | None, grace_until: float | None,
+        overhead: float = 0.0,
+    ) -> None:  # fmt: skip
         self.state = state
         self.lost = lost
         self.kept = kept
         self.checkpoint = checkpoint
         self.grace_until = grace_until
+        self.overhead = overhead
 
 
 def preemption(job: SimJob, mode: Mode, now: float, grace: float, default_interval: float) -> Preemption:
@@ -229,6 +288,8 @@ def preemption(job: SimJob, mode: Mode, now: float, grace: float, default_interv
     elapsed = now - start
     if mode is _GRACEFUL and grace > 0:
         return Preemption(RUNNING, 0.0, 0.0, None, on_grid(now + grace))
+    if job.save_s != 0.0 or job.restore_s != 0.0:
+        return _costly_preemption(job, mode, now)
     if mode is _CANCEL:
         return Preemption(CANCELLED, job.gpus * (job.done + elapsed), 0.0, None, None)
     if mode is _SUSPEND:
@@ -247,3 +308,51 @@ def preemption(job: SimJob, mode: Mode, now: float, grace: float, default_interv
     # (a job that reports checkpoints has reported none this run: it keeps nothing)
     kept = ran - ran % interval if interval > 0 and job.ckpt is None else 0.0
     return Preemption(PENDING, lost, kept, None, None)
+
+
+def with_checkpoint_costs(job: SimJob, remaining: float, save: float, restore: float) -> float:
+    """Set a run's checkpoint costs (`SimJob.save_s`, `restore_s`) and return how long it
+    takes to do `remaining` seconds of work: its restore, then a save after each interval of
+    work (none when the work ends on an interval: the job ends instead)."""
+    job.save_s = save
+    job.restore_s = restore
+    interval: float = job.ckpt  # type: ignore[assignment]
+    saves = remaining // interval
+    if saves * interval >= remaining:
+        saves -= 1
+    return remaining + restore + (saves if saves > 0 else 0.0) * save
+
+
+def stopped_progress(job: SimJob, now: float, final_save: bool) -> tuple[float, float, float]:
+    """A run with checkpoint costs stopped at `now` keeping all of its progress (suspended, or
+    requeued after a graceful save): (seconds of work kept, seconds of overhead, GPU-seconds
+    lost). `final_save`: the job saves once more before it stops (graceful), which costs a
+    save taken out of its last work. A restore cut short is lost."""
+    ran = now - job.run_start  # type: ignore[operator]
+    if now < job.run_start + job.restore_s:  # type: ignore[operator]
+        return 0.0, 0.0, job.gpus * ran
+    work, _, _ = job.progress(now)
+    overhead = ran - work  # (a save in progress too: the job's state is kept all the same)
+    if final_save:
+        save = job.save_s if job.save_s < work else work
+        work -= save
+        overhead += save
+    return work, overhead, 0.0
+
+
+def _costly_preemption(job: SimJob, mode: Mode, now: float) -> Preemption:
+    """`preemption` for a run with checkpoint costs (`SimJob.progress`): the kernel still counts
+    the loss, from the last completed checkpoint (`SimJob.last_checkpoint`)."""
+    start: float = job.run_start  # type: ignore[assignment]
+    if mode is _SUSPEND or mode is _GRACEFUL:  # (graceful here: no grace period, saved at the signal)
+        kept, overhead, lost = stopped_progress(job, now, final_save=False)
+        state = SUSPENDED if mode is _SUSPEND else PENDING
+        checkpoint = None if mode is _SUSPEND or lost else now
+        return Preemption(state, lost, kept, checkpoint, None, overhead)
+    _, overhead, saved = job.progress(now)
+    if mode is _CANCEL:  # (its earlier runs' work is lost too; their overhead was counted then)
+        return Preemption(CANCELLED, job.gpus * (job.done + (now - start) - overhead), 0.0, None, None, overhead)
+    checkpoint = job.last_checkpoint(now)
+    lost = gpu_seconds_lost_of(job.gpus, start, checkpoint, job.ckpt or 0.0, now)
+    return Preemption(PENDING, lost, saved, checkpoint if checkpoint is not None and checkpoint > start else None,
+                      None, overhead)  # fmt: skip

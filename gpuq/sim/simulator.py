@@ -9,7 +9,8 @@ With a `sched_interval` the scheduler learns of new submissions only at its peri
 
 The hot loop stays cheap: victims are only looked for when a preemption is possible at all (the
 head outranks the cheapest running victim by more than Δ, and enough unprotected GPUs exist),
-and a "no" is remembered until the running set or the head changes, or until the next moment a
+and a "no" is remembered until a job starts that may be a victim at once, the head changes, or
+jobs stop where the head could then fit (`victims.still_blocked`), or until the next moment a
 protection (min runtime, exemption, 24 h cap) expires or aging closes the gap — those moments
 are exact events too.
 
@@ -23,11 +24,12 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from gpuq.model import Job, JobClass, Node, Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
+from gpuq.policy.rules import too_young
 from gpuq.sim import actions, convert
 from gpuq.sim.cluster import Gpus
 from gpuq.sim.convert import Why
@@ -44,20 +46,26 @@ from gpuq.sim.jobs import (
     SimJob,
     on_grid,
     preemption,
+    stopped_progress,
     strictly_after,
+    with_checkpoint_costs,
 )
 from gpuq.sim.planner import Planner, engine_planner
 from gpuq.sim.queue import PendingQueue
-from gpuq.sim.victims import Choice, VictimIndex, check_against_engine, decide
+from gpuq.sim.victims import Choice, VictimIndex, block, check_against_engine, decide, outranks_nobody, still_blocked
 from gpuq.sim.workload import DEFAULT_CLASSES, ClusterSpec, JobSpec, WorkloadStream
 
-__all__ = ["STATE_VERSION", "LogEntry", "Simulator"]
+__all__ = ["STATE_VERSION", "LogEntry", "Observer", "Simulator"]
 
 STATE_VERSION: Final = 2
 
 #: One preemption as logged: time, victim, preemptor, GPUs, GPU-seconds lost, mode, and the
 #: reason — a sentence, or the chosen cost of a policy preemption (`convert.reason` phrases it).
 LogEntry = tuple[float, str, "str | None", int, float, Mode, Why]
+
+#: Told of each step of a job's life as it happens (`Simulator.observer`): the step ("arrive",
+#: "start", "preempt", "drain", "finish", "cancel"), the job, and the job it was preempted for.
+Observer = Callable[[str, SimJob, "SimJob | None"], None]
 
 _INF: Final = math.inf
 
@@ -70,9 +78,16 @@ class Simulator:
     pending, for the first pass after its arrival. Finishes, rechecks and aging are acted on at
     once among the jobs it knows. 0: every job is considered the moment it arrives.
 
+    `checkpoint_cost_s`, `restore_cost_s`: what checkpoints cost the jobs that report them
+    (those with a checkpoint interval): each save takes `checkpoint_cost_s` after every interval
+    of work, and a run that restarts from saved progress after a requeue first restores for
+    `restore_cost_s`; both lengthen the run and count as overhead (`overhead_gpu_s`), not as work.
+
     The attributes and methods without a leading underscore are what the package's other
     modules read, restore and build on; from outside, feed and run it here, and look, act, save
-    and restore through `snapshot`/`convert`, `actions` and `state`.
+    and restore through `snapshot`/`convert`, `actions` and `state`. `on_retire` (each job as it
+    ends, completed or cancelled, before it leaves: a record of every job without keeping them)
+    and `observer` (each step of every job) are for replaying traces.
     """
 
     def __init__(
@@ -90,6 +105,8 @@ class Simulator:
         event_limit: int = 2000,
         trace: bool = False,
         sched_interval: float = 0.0,
+        checkpoint_cost_s: float = 0.0,
+        restore_cost_s: float = 0.0,
     ) -> None:
         self.name = name
         self.spec = cluster or ClusterSpec()
@@ -115,8 +132,12 @@ class Simulator:
         self.held: dict[str, float] = {}
         self.history: deque[SimJob] = deque(maxlen=history_limit)
         self.preemption_log: deque[LogEntry] = deque(maxlen=event_limit)
-        self.rver = 0  # bumped whenever the running set or a victim's protection changes
+        #: bumped whenever a possible victim appears (a start, a change of priorities or of
+        #: protections); stops are kept as the nodes they freed GPUs on (`freed`)
+        self.rver = 0
         self.blocked: tuple[str, int, int] | None = None  # (head id, qver, rver) the engine said no to
+        self.freed: set[int] = set()  # nodes where jobs stopped since the last look at every node
+        self.on_node: list[dict[SimJob, int]] = [{} for _ in self.gpus.names]  # running job -> its GPUs there
         self.recheck_ver = 0
         self.recheck_at = _INF
         self.idle_gpu_s = 0.0
@@ -126,6 +147,12 @@ class Simulator:
         self.preemptions = 0
         self.dropped = 0
         self.ckpt_running = 0  # running jobs that report checkpoints
+        self.save_cost = checkpoint_cost_s
+        self.restore_cost = restore_cost_s
+        self.overhead_gpu_s = 0.0  # GPU-seconds of closed runs spent saving and restoring
+        self.lost_gpu_s = 0.0  # GPU-seconds of work lost to preemptions
+        self.on_retire: Callable[[SimJob], None] | None = None
+        self.observer: Observer | None = None
         self.mcache: dict[str, tuple[tuple[Any, ...], Job]] = {}  # model of running jobs (`convert`)
         #: decide requests on plain numbers (`victims`; the same choice as the engine)
         self.fast_path = True
@@ -157,16 +184,17 @@ class Simulator:
         """Fix a running job's victim numbers for this run, and list it as a possible victim.
 
         Both are constant while it runs: its effective priority and the moment its protections
-        end (the 24 h cap window only loses entries during a run). Called at start and again
-        whenever a bump, an exemption or a new policy changes them; `renew=False` keeps the job's
-        version `hver` (restoring saved state).
+        end (the 24 h cap window only loses entries during a run), which is worked out when first
+        asked (`FastRules.prot_of`: many jobs end before anyone asks). Called at start and again whenever a
+        bump, an exemption or a new policy changes them; `renew=False` keeps the job's version
+        `hver` (restoring saved state).
         """
         self.victims.remove(job)  # (counted under its old priority, if at all)
         rules = self.rules
         info = rules.class_info(job.cls)
         # (the common case, without aging, urgency or protections, needs no arithmetic)
         job.rep = float(job.priority) if info.max_wait is None and not job.urgent else rules.running_priority(job)
-        job.prot = rules.protection_end(job, self.now) if rules.gated or job.exempt_until is not None else 0.0
+        job.prot = -1.0 if rules.gated or job.exempt_until is not None else 0.0  # (-1: not worked out yet)
         if renew:
             job.hver += 1
         if job.drain_until is None and info.preemptible:
@@ -203,9 +231,14 @@ class Simulator:
                 jobs[job.id] = job
                 self.seq += 1
                 arrivals.append((job.submit, self.seq, ARRIVE, job, 0))
-            # One heapify for the lot (linear) instead of a push each.
-            self.events.extend(arrivals)
-            heapq.heapify(self.events)
+            # A few into a large heap: a push each; else one heapify for the lot (linear).
+            events = self.events
+            if len(arrivals) * 16 < len(events):
+                for arrival in arrivals:
+                    heapq.heappush(events, arrival)
+            else:
+                events.extend(arrivals)
+                heapq.heapify(events)
 
     def next_event_time(self) -> float | None:
         return self.events[0][0] if self.events else None
@@ -291,6 +324,8 @@ class Simulator:
             self.dropped += 1
             return
         job.state = PENDING
+        if self.observer is not None:
+            self.observer("arrive", job, None)
         if self.sched_interval <= 0:
             self.enqueue(job)
             return
@@ -365,11 +400,10 @@ class Simulator:
             if placement is not None:
                 self._start(head, placement)
                 continue
-            key = (head.id, head.qver, self.rver)
-            if head.claim or key == self.blocked:
+            if head.claim or still_blocked(self, head):
                 break  # waiting for graceful victims, or known to be stuck as things are
-            if self._outranks_nobody(head):
-                self.blocked = key  # the common "no" on a busy cluster, without the full check
+            if outranks_nobody(self, head):
+                block(self, head)  # the common "no" on a busy cluster, without the full check
                 break
             if not self._try_preempt(head):
                 break
@@ -398,6 +432,15 @@ class Simulator:
         """Start a run of `job` now on the GPUs it holds (`alloc`, `place` set): its finish event,
         its victim numbers, the running set. Also an operator's resume (`actions`)."""
         now = self.now
+        remaining = job.duration - job.done
+        if job.first_start is None:
+            job.first_start = now
+        if job.ckpt and (self.save_cost > 0 or self.restore_cost > 0):
+            # (a restart from saved progress restores first; a suspended job resumes as it stood)
+            restore = self.restore_cost if job.done > 0 and job.state == PENDING else 0.0
+            remaining = with_checkpoint_costs(job, remaining, self.save_cost, restore)
+        elif job.save_s != 0.0 or job.restore_s != 0.0:
+            job.save_s = job.restore_s = 0.0
         job.state = RUNNING
         job.run_start = now
         job.drain_until = None
@@ -408,14 +451,27 @@ class Simulator:
                 if victim is not None:
                     victim.claimed_by = None
             job.claim = []
-        self.push(now + (job.duration - job.done), FINISH, job, job.epoch)
+        self.push(now + remaining, FINISH, job, job.epoch)
         self.running[job.id] = job
+        for i, n in job.place:
+            self.on_node[i][job] = n
         if job.ckpt is not None:
             self.ckpt_running += 1
         self.arm(job)
-        self.rver += 1
+        # A start only takes GPUs: what a blocked head was told stands unless the new job may be
+        # a victim now; one protected for a while yet is asked about when its protections end.
+        if job.listed:
+            if job.prot < 0 and too_young(0.0, self.rules.min_runtime):  # (protected now, surely)
+                if self.blocked is not None:  # not a victim before its minimum runtime: ask then
+                    self._recheck(now + self.rules.min_runtime)
+            elif self.rules.prot_of(job, now) <= now:
+                self.rver += 1
+            elif self.blocked is not None:
+                self._recheck(job.prot)
         if self.trace is not None:
             self.trace.append((now, "start", job.id, None))
+        if self.observer is not None:
+            self.observer("start", job, None)
 
     def _release(self, job: SimJob) -> None:
         """Free a job's GPUs and close its run."""
@@ -437,7 +493,9 @@ class Simulator:
             self.mcache.pop(job.id, None)
         if job.ckpt is not None:
             self.ckpt_running -= 1
-        self.rver += 1
+        for i, _ in job.place:
+            del self.on_node[i][job]
+            self.freed.add(i)
         if job.claimed_by is not None:
             claimant = self.jobs.get(job.claimed_by)
             if claimant is not None and job.id in claimant.claim:
@@ -449,11 +507,24 @@ class Simulator:
         job.end = self.now
         del self.jobs[job.id]
         self.history.append(job)
+        if self.on_retire is not None:
+            self.on_retire(job)
+
+    def _overhead(self, job: SimJob, seconds: float) -> None:
+        """Count a closed run's checkpoint overhead (saves and restore)."""
+        if seconds:
+            used = job.gpus * seconds
+            job.overhead_s += used
+            self.overhead_gpu_s += used
 
     def _finish(self, job: SimJob) -> None:
         job.last_ckpt = job.last_checkpoint(self.now)
+        if job.save_s != 0.0 or job.restore_s != 0.0:
+            self._overhead(job, job.progress(self.now)[1])
         self._release(job)
         job.done = job.duration
+        if self.observer is not None:
+            self.observer("finish", job, None)
         self._retire(job, COMPLETED)
         if self.trace is not None:
             self.trace.append((self.now, "finish", job.id, None))
@@ -464,11 +535,21 @@ class Simulator:
         self.enqueue(job)
 
     def _drained(self, job: SimJob) -> None:
-        """End of a graceful preemption's grace period: the job saved everything, then stops."""
-        job.done += self.now - job.run_start  # type: ignore[operator]
+        """End of a graceful preemption's grace period: the job saved everything, then stops
+        (with checkpoint costs, that last save takes a save's time out of its last work)."""
+        if job.save_s != 0.0 or job.restore_s != 0.0:
+            kept, overhead, lost = stopped_progress(job, self.now, final_save=True)
+            job.done += kept
+            job.lost_s += lost
+            self.lost_gpu_s += lost
+            self._overhead(job, overhead)
+        else:
+            job.done += self.now - job.run_start  # type: ignore[operator]
         if job.ckpt is not None:
             job.last_ckpt = self.now
         self._release(job)
+        if self.observer is not None:
+            self.observer("drain", job, None)
         self._requeue(job)
 
     # ---- preemption ------------------------------------------------------------------------
@@ -483,6 +564,8 @@ class Simulator:
         self.preemptions += 1
         if self.trace is not None:
             self.trace.append((now, "preempt", job.id, by.id if by else None))
+        if self.observer is not None:
+            self.observer("preempt", job, by)
         if effect.grace_until is not None:
             # Signalled now; it keeps its GPUs while it saves, then is requeued without loss.
             job.drain_until = effect.grace_until
@@ -495,41 +578,36 @@ class Simulator:
                 by.claim.append(job.id)
         else:
             job.lost_s += effect.lost
+            self.lost_gpu_s += effect.lost
             job.done += effect.kept
             if effect.checkpoint is not None:
                 job.last_ckpt = effect.checkpoint
+            if effect.overhead:
+                self._overhead(job, effect.overhead)
             self._release(job)
             if effect.state == CANCELLED:
+                if self.observer is not None:
+                    self.observer("cancel", job, by)
                 self._retire(job, CANCELLED)
             else:
                 self._requeue(job, effect.state)
         self.preemption_log.append((now, job.id, None if by is None else by.id, job.gpus, effect.lost, mode, why))
         return effect.lost
 
-    def _outranks_nobody(self, head: SimJob) -> bool:
-        """True when no running job is a victim for `head` and none can become one by time alone
-        (the head does not age, no queued job ages past it): a cheap, certain "no"."""
-        if head.urgent or head.aging or self.queue.aging_groups:
-            return False
-        lowest = self.victims.lowest()
-        return lowest is None or not head.priority - lowest > self.rules.delta
-
     def _try_preempt(self, head: SimJob) -> bool:
         """Preempt for a blocked head as the policy engine decides; True when the head started."""
         if head.claim:
             return False  # its victims are still saving (graceful)
-        key = (head.id, head.qver, self.rver)
-        if key == self.blocked:
-            return False
         now = self.now
         choice, unlock = decide(self, head, now)
         if choice is None and self.check_fast_path:
             check_against_engine(self, head, now, None)  # "nothing to preempt" must agree too
         if choice is not None and self.start_with(head, choice):
             return True
-        self.blocked = (head.id, head.qver, self.rver)
-        if head.claim:
-            return False  # victims are saving (graceful): their stop is the next moment that matters
+        if head.claim:  # victims are saving (graceful): their stop is the next moment that matters
+            self.blocked = None
+            return False
+        block(self, head)
         unlock = min(unlock, self.queue.next_overtake(head, now, self._rate_now))
         if unlock < _INF:
             self._recheck(unlock)

@@ -45,6 +45,7 @@ def dump(sim: Simulator) -> dict[str, Any]:
         "history_limit": sim.history.maxlen,
         "event_limit": sim.preemption_log.maxlen,
         "sched_interval": sim.sched_interval,
+        "checkpoint_costs": [sim.save_cost, sim.restore_cost],
         "stream": None if sim.stream is None else sim.stream.to_dict(),
         "seq": sim.seq,
         "jobs": [j.to_dict() for j in sim.jobs.values()],
@@ -65,6 +66,7 @@ def dump(sim: Simulator) -> dict[str, Any]:
         "recheck": [sim.recheck_ver, None if sim.recheck_at == math.inf else sim.recheck_at],
         "pass_at": None if sim.pass_at == math.inf else sim.pass_at,
         "counters": {"idle_gpu_s": sim.idle_gpu_s, "closed_gpu_s": sim.closed_gpu_s,
+                     "overhead_gpu_s": sim.overhead_gpu_s, "lost_gpu_s": sim.lost_gpu_s,
                      "events": sim.events_processed, "plans": sim.plans,
                      "preemptions": sim.preemptions, "dropped": sim.dropped},  # fmt: skip
     }
@@ -83,6 +85,7 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
                     planner=planner, max_pending=raw["max_pending"], history_limit=int(raw["history_limit"]),
                     event_limit=int(raw["event_limit"]),
                     sched_interval=float(raw.get("sched_interval", 0.0)))  # fmt: skip
+    sim.save_cost, sim.restore_cost = (float(c) for c in raw.get("checkpoint_costs", (0.0, 0.0)))
     sim.now = float(raw["now"])
     if raw["stream"] is not None:
         sim.stream = WorkloadStream.from_dict(raw["stream"], spec, classes)
@@ -111,6 +114,8 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
     counters = raw["counters"]
     sim.idle_gpu_s = float(counters["idle_gpu_s"])
     sim.closed_gpu_s = float(counters["closed_gpu_s"])
+    sim.overhead_gpu_s = float(counters.get("overhead_gpu_s", 0.0))
+    sim.lost_gpu_s = float(counters.get("lost_gpu_s", 0.0))
     sim.events_processed = int(counters["events"])
     sim.plans = int(counters["plans"])
     sim.preemptions = int(counters["preemptions"])
@@ -149,6 +154,8 @@ def _restore_jobs(sim: Simulator, jobs: Iterable[SimJob], unseen: Iterable[str],
             sim.gpus.claim(job.alloc)
             job.place = tuple((sim.gpus.index[node], len(idx)) for node, idx in job.alloc.items())
             sim.running[job.id] = job
+            for i, n in job.place:
+                sim.on_node[i][job] = n
             sim.ckpt_running += job.ckpt is not None
             sim.arm(job, renew=False)
     # Queue order is rebuilt from the jobs themselves: the same total order as before.

@@ -12,6 +12,11 @@ every decision is compared with the engine's on the whole cluster (`check_agains
 The rules these apply come from `FastRules` (inline copies of the kernel, checked by
 tests/sim/test_rule_copies.py); the protections are the moment `FastRules.protection_end`
 computed with the kernel.
+
+A "no" is remembered (`block`, `still_blocked`): until a job starts that may be a victim at
+once, the head changes, or — for a single-node request — jobs stop on a node that could then
+hold it (`freed_node_holds`); protections that lapse and heads that age past a victim are
+rechecks. With `check_fast_path` every remembered "no" is asked of `decide` again.
 """
 
 from __future__ import annotations
@@ -33,14 +38,18 @@ __all__ = [
     "Choice",
     "PerNode",
     "VictimIndex",
+    "block",
     "candidate_nodes",
     "cheapest_single",
     "check_against_engine",
     "crossing",
     "decide",
     "exact_single_node",
+    "freed_node_holds",
     "greedy_multi_node",
+    "outranks_nobody",
     "scan",
+    "still_blocked",
 ]
 
 _INF: Final = math.inf
@@ -139,20 +148,20 @@ def scan(sim: Simulator, head_ep: float, head_rate: float, now: float) -> tuple[
     past the end of its time-limited protections (`FastRules.protection_end`).
     """
     delta = sim.rules.delta
-    cinfo = sim.rules.cinfo
     eligible: list[SimJob] = []
     unlock = _INF
     for job in sim.running.values():
-        if job.drain_until is not None or not cinfo[job.cls].preemptible:
+        if not job.listed:  # (saving for a graceful preemption, or of a class not preemptible)
             continue
         job_ep = job.rep
         if not head_ep - job_ep > delta:
             if head_rate > 0:
                 unlock = min(unlock, crossing(head_ep, head_rate, job_ep + delta, now))
             continue
-        if job.prot > now:
-            if job.prot < unlock:
-                unlock = job.prot
+        prot = job.prot if job.prot >= 0 else sim.rules.prot_of(job, now)
+        if prot > now:
+            if prot < unlock:
+                unlock = prot
             continue
         eligible.append(job)
     return eligible, unlock
@@ -169,7 +178,6 @@ def cheapest_single(sim: Simulator, head_ep: float, now: float) -> tuple[SimJob,
     delta = rules.delta
     lw, pw = rules.lw, rules.pw
     early = pw == 0 and lw > 0 and sim.ckpt_running == 0 and rules.default_ckpt <= 0
-    cinfo = rules.cinfo
     best: SimJob | None = None
     best_cost = 0.0
     for job in reversed(sim.running.values()):
@@ -177,9 +185,9 @@ def cheapest_single(sim: Simulator, head_ep: float, now: float) -> tuple[SimJob,
         if early and best is not None and lw * (now - start) > best_cost + _NEAR:
             break
         job_ep = job.rep
-        if not head_ep - job_ep > delta or job.prot > now or job.drain_until is not None:
+        if not job.listed or not head_ep - job_ep > delta:
             continue
-        if not cinfo[job.cls].preemptible:
+        if (job.prot if job.prot >= 0 else sim.rules.prot_of(job, now)) > now:
             continue
         # (without checkpoints anywhere, lost work is just GPUs × run time: `FastRules.lost`)
         cost = lw * (job.gpus * (now - start if now > start else 0.0)) if early else rules.cost(job, now)
@@ -291,6 +299,59 @@ def greedy_multi_node(sim: Simulator, head: SimJob, eligible: list[SimJob], now:
     if sim.check_fast_path:
         check_against_engine(sim, head, now, choice)
     return choice
+
+
+def outranks_nobody(sim: Simulator, head: SimJob) -> bool:
+    """True when no running job is a victim for `head` and none can become one by time alone
+    (the head does not age, no queued job ages past it): a cheap, certain "no"."""
+    if head.urgent or head.aging or sim.queue.aging_groups:
+        return False
+    lowest = sim.victims.lowest()
+    return lowest is None or not head.priority - lowest > sim.rules.delta
+
+
+def block(sim: Simulator, head: SimJob) -> None:
+    """Remember that the engine said no to `head` as things are (every node looked at)."""
+    sim.blocked = (head.id, head.qver, sim.rver)
+    sim.freed.clear()
+
+
+def still_blocked(sim: Simulator, head: SimJob) -> bool:
+    """Whether `head` is known to be stuck as things are: the engine said no to it, nothing
+    has started since that may be a victim now, and — for a single-node request — no node
+    where jobs stopped since can hold it now with its possible victims (the other nodes
+    could not then and have not changed; their protections' ends are rechecks)."""
+    if (head.id, head.qver, sim.rver) != sim.blocked:
+        return False
+    blocked = not sim.freed or (sim.fast_path and not freed_node_holds(sim, head))
+    if blocked:
+        sim.freed.clear()
+        if sim.check_fast_path:  # (test hook: the engine must still say no)
+            assert decide(sim, head, sim.now)[0] is None, f"job {head.id} is not blocked at {sim.now}"  # noqa: S101
+    return blocked
+
+
+def freed_node_holds(sim: Simulator, head: SimJob) -> bool:
+    """Whether a node where jobs stopped since the head was last refused (`Simulator.freed`)
+    could now hold it, free GPUs and possible victims together (`scan`'s conditions): the
+    one way a single-node request refused before may be granted without anything starting
+    (a multi-node request: always True, the free GPUs of every node count)."""
+    need = head.gpus
+    if need > sim.gpus.per_node:
+        return True
+    rules = sim.rules
+    now = sim.now
+    head_ep = rules.requester_priority(head, now, sim.running.values())
+    delta = rules.delta
+    free_n = sim.gpus.free_n
+    for i in sim.freed:
+        room = free_n[i]
+        for job, n in sim.on_node[i].items():
+            if job.listed and head_ep - job.rep > delta and sim.rules.prot_of(job, now) <= now:
+                room += n
+        if room >= need:
+            return True
+    return False
 
 
 def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, float]:
