@@ -9,7 +9,6 @@ their view models in a worker too (`Pane.compute`) and only render on the UI thr
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,9 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["ConsoleSettings", "GpuqConsole", "make_app"]
 
 Clock = Callable[[], float]
-
-#: the interpreter's thread switch interval while the console runs (Python's default: 5 ms)
-UI_SWITCH_INTERVAL_S = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +104,6 @@ class GpuqConsole(ReplayControls, App[None]):
         self._played_at = 0.0
         self._prompt_mode = ""
         self._started = False
-        self._switch_interval = sys.getswitchinterval()
         for theme in (themes or {}).values():
             self.register_theme(theme)
         if themes and self.settings.theme in themes:
@@ -144,15 +139,8 @@ class GpuqConsole(ReplayControls, App[None]):
     def pane(self) -> Pane:
         return self.query_one(f"#pane-{self.view_id}", Pane)
 
-    def on_unmount(self) -> None:
-        sys.setswitchinterval(self._switch_interval)
-
     def on_mount(self) -> None:
         self._started = True
-        # Workers compute on the same interpreter: the UI thread, waiting to answer a key, gets
-        # it back after this long instead of the default 5 ms (figures: benchmarks/README.md).
-        self._switch_interval = sys.getswitchinterval()  # (given back when the console closes)
-        sys.setswitchinterval(UI_SWITCH_INTERVAL_S)
         self.query_one("#banner").display = False
         self.query_one("#prompt-box").display = False
         self.set_interval(0.25, self._tick)
@@ -454,7 +442,10 @@ class GpuqConsole(ReplayControls, App[None]):
         box, prompt = self.query_one("#prompt-box"), self.query_one("#prompt", Input)
         prompt.placeholder = {
             "/": "filter: part of an id, name, user, class, node or reason",
-            ":": "view (queue, gpus, sla, preemptions, job, preview, audit), theme NAME, cluster NAME, q",
+            ":": (
+                "view (queue, gpus, sla, preemptions, job, preview, audit, lab), lab TRACE, theme NAME, "
+                "cluster NAME, q"
+            ),
             "g": "jump to a recorded time: 2026-11-19T19:04:00Z, or 19:04[:00] on the first frame's day",
         }[mode]
         prompt.value = value
@@ -486,6 +477,13 @@ class GpuqConsole(ReplayControls, App[None]):
         views = {cls.view_id for cls in pane_classes()}
         if word in ("q", "quit", "q!"):
             self.exit()
+        elif word in ("lab", "trace") and rest:  # `:lab TRACE`: the policy lab replays a trace
+            from gpuq.tui.panes.lab import LabPane
+
+            self.action_show_view("lab")
+            self.query_one(LabPane).load(rest)
+        elif word == "trace":
+            self.notify("trace needs a path: :trace PATH (or :lab PATH)", severity="error")
         elif word in views:
             self.action_show_view(word)
         elif word == "theme" and rest:

@@ -27,7 +27,8 @@ class KeyAction:
     #: the Textual action string it runs (`app.show_view('queue')`, `bump`)
     action: str
     description: str
-    #: "app" (anywhere), "table" (a table has the focus), "replay" (replaying a recording)
+    #: "app" (anywhere), "table" (a table has the focus), "replay" (replaying a recording),
+    #: "lab" (the policy lab is shown)
     scope: str = "app"
     #: shown in the footer
     show: bool = False
@@ -43,6 +44,7 @@ ACTIONS: tuple[KeyAction, ...] = (
     _A("preview", "6", "show_view('preview')", "Preview: what the selected job would preempt"),
     _A("what_if", "w", "what_if", "What-if preview: what a request (GPUs, priority, class) would preempt"),
     _A("audit", "7", "show_view('audit')", "Audit log view"),
+    _A("lab", "8", "show_view('lab')", "Policy lab: the preemption strategies side by side (:lab TRACE)"),
     _A("help", "question_mark", "help", "List every key", show=True),
     _A("command", "colon", "command", "Command line (:queue, :gpus, :theme dark, :cluster NAME, :q)"),
     _A("filter", "slash", "filter", "Filter the rows shown", show=True),
@@ -56,6 +58,8 @@ ACTIONS: tuple[KeyAction, ...] = (
     _A("select", "space", "toggle_selection", "Select or unselect the row", scope="table"),
     _A("sort", "s", "sort_next", "Sort by the next column", scope="table"),
     _A("sort_reverse", "S", "sort_reverse", "Reverse the sort", scope="table"),
+    _A("group", "o", "toggle_group", "Queue: the pods of one Job/JobSet/PyTorchJob under one line (or not)",
+       scope="queue"),
     _A("bump", "b", "act('bump')", "Bump the selected job's priority", show=True),
     _A("exempt", "e", "act('exempt')", "Exempt the selected job from preemption"),
     _A("preempt", "x", "act('preempt')", "Preempt the selected job"),
@@ -68,6 +72,17 @@ ACTIONS: tuple[KeyAction, ...] = (
     _A("replay_faster", "plus", "replay_speed(2.0)", "Replay: play twice as fast", scope="replay"),
     _A("replay_slower", "minus", "replay_speed(0.5)", "Replay: play half as fast", scope="replay"),
     _A("replay_jump", "g", "replay_jump", "Replay: jump to a time", scope="replay"),
+    _A("lab_delta_down", "d", "lab_step('delta', -1)", "Lab: lower Δ", scope="lab"),
+    _A("lab_delta_up", "D", "lab_step('delta', 1)", "Lab: raise Δ", scope="lab"),
+    _A("lab_grace_down", "a", "lab_step('grace', -1)", "Lab: shorter grace period", scope="lab"),
+    _A("lab_grace_up", "A", "lab_step('grace', 1)", "Lab: longer grace period", scope="lab"),
+    _A("lab_checkpoint_down", "c", "lab_step('checkpoint', -1)", "Lab: checkpoint more often", scope="lab"),
+    _A("lab_checkpoint_up", "C", "lab_step('checkpoint', 1)", "Lab: checkpoint less often", scope="lab"),
+    _A("lab_sla_down", "l", "lab_step('sla', -1)", "Lab: tighter SLA limit (every class's target and max wait)",
+       scope="lab"),
+    _A("lab_sla_up", "L", "lab_step('sla', 1)", "Lab: looser SLA limit", scope="lab"),
+    _A("lab_next_job", "n", "lab_job(1)", "Lab: the timeline's next job (most preempted first)", scope="lab"),
+    _A("lab_previous_job", "N", "lab_job(-1)", "Lab: the timeline's previous job", scope="lab"),
 )  # fmt: skip
 
 _BY_ID = {a.id: a for a in ACTIONS}

@@ -8,13 +8,17 @@ its owner among the rows, stays a plain row. Pure: every front end renders the s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from gpuq.model import JobState
 from gpuq.views.queue import QueueRow, SlaStatus
 
-__all__ = ["GroupRow", "group_rows", "state_summary"]
+__all__ = ["GroupRow", "group_items", "group_rows", "state_summary"]
+
+T = TypeVar("T")
+G = TypeVar("G")
 
 _STATE_ORDER = {state: i for i, state in enumerate(JobState)}
 #: worst first: a group is as late as its latest pod
@@ -72,21 +76,28 @@ class GroupRow:
         )  # fmt: skip
 
 
+def group_items(
+    items: Sequence[T], owner_of: Callable[[T], Hashable | None], group_of: Callable[[Hashable, list[T]], G]
+) -> list[T | G]:
+    """`items` with each owner of two or more of them as `group_of(owner, its items)` where its
+    first item was, its items right after it; every other item as it was, in order."""
+    members: dict[Hashable, list[T]] = {}
+    owners = [owner_of(item) for item in items]
+    for item, owner in zip(items, owners, strict=True):
+        if owner is not None:
+            members.setdefault(owner, []).append(item)
+    out: list[T | G] = []
+    for item, owner in zip(items, owners, strict=True):
+        pods = members.get(owner) if owner is not None else None
+        if pods is None or len(pods) < 2:
+            out.append(item)
+        elif pods[0] is item:  # (the group goes where its first pod was; the others are pulled up)
+            out.append(group_of(owner, pods))
+            out.extend(pods)
+    return out
+
+
 def group_rows(rows: Sequence[QueueRow]) -> list[QueueRow | GroupRow]:
     """The rows with each owner of two or more of them as a `GroupRow` where its first pod was,
     its pods right after it (also in `GroupRow.rows`); every other row as it was, in order."""
-    members: dict[str, list[QueueRow]] = {}
-    for row in rows:
-        owner = row.job.owner
-        if owner is not None:
-            members.setdefault(owner, []).append(row)
-    out: list[QueueRow | GroupRow] = []
-    for row in rows:
-        owner = row.job.owner
-        pods = members.get(owner) if owner is not None else None
-        if pods is None or len(pods) < 2:
-            out.append(row)
-        elif pods[0] is row:  # (the group goes where its first pod was; the others are pulled up)
-            out.append(GroupRow.of(owner, pods))  # type: ignore[arg-type]
-            out.extend(pods)
-    return out
+    return group_items(rows, lambda row: row.job.owner, lambda owner, pods: GroupRow.of(str(owner), pods))

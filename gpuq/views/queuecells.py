@@ -9,9 +9,13 @@ from __future__ import annotations
 from gpuq.model import JobState
 from gpuq.timefmt import format_duration
 from gpuq.views.changes import format_priority
+from gpuq.views.groups import GroupRow
 from gpuq.views.queue import QueueRow, SlaStatus
 
-__all__ = ["SORT_BY_COLUMN", "matches", "queue_cells", "queue_tones"]
+__all__ = ["POD_MARK", "SORT_BY_COLUMN", "group_cells", "group_tones", "matches", "queue_cells", "queue_tones"]
+
+#: before the id of a pod shown under its owner's line
+POD_MARK = "└ "
 
 #: header -> `gpuq.views.queue.SORT_KEYS` name, for the columns a console can sort by
 SORT_BY_COLUMN = {
@@ -48,6 +52,21 @@ def queue_cells(row: QueueRow, now: float, cluster: str = "") -> tuple[str, ...]
         format_duration(run) if run is not None else "", f"{row.preemptions_24h}/{row.preemptions}",
         exempt, _SLA_TEXT[row.sla], ",".join(job.nodes), job.reason or "", ", ".join(notes),
     )  # fmt: skip
+
+
+def group_cells(group: GroupRow, cluster: str = "") -> tuple[str, ...]:
+    """An owner's line, under which its pods follow: what they add up to, in the same columns."""
+    preempt = f"{group.preemptions_24h}/{group.preemptions}" if group.preemptions else ""
+    return (
+        cluster, group.owner, f"{group.pods} pods", group.user or "", group.tenant or "", group.job_class or "",
+        group.states, str(group.gpus), "", format_priority(group.effective_priority), format_duration(group.wait_s),
+        "", preempt, "", _SLA_TEXT[group.sla], "", "", "",
+    )  # fmt: skip
+
+
+def group_tones(group: GroupRow) -> tuple[str | None, ...]:
+    sla = _SLA_TONE[group.sla]
+    return (None, None, None, None, None, None, "muted", None, None, None, sla, None, None, None, sla)
 
 
 def queue_tones(row: QueueRow) -> tuple[str | None, ...]:

@@ -17,6 +17,7 @@ PANE_MODULES: dict[str, str] = {
     "job": "gpuq.tui.panes.job:JobPane",
     "preview": "gpuq.tui.panes.preview:PreviewPane",
     "audit": "gpuq.tui.panes.audit:AuditPane",
+    "lab": "gpuq.tui.panes.lab:LabPane",
 }
 
 

@@ -6,21 +6,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import BindingType
 
+from gpuq.tui.keymap import bindings
 from gpuq.tui.panes.base import Pane, PaneContext, Selection
 from gpuq.tui.widgets.table import TableData, ViewTable
 from gpuq.views.columns import CONSOLE_QUEUE
+from gpuq.views.groups import GroupRow, group_items
 from gpuq.views.queue import QueueFilter, QueueRow, SortKey, queue_rows, sort_rows
-from gpuq.views.queuecells import SORT_BY_COLUMN, matches, queue_cells, queue_tones
+from gpuq.views.queuecells import POD_MARK, SORT_BY_COLUMN, group_cells, group_tones, matches, queue_cells, queue_tones
 
 __all__ = ["QueuePane", "QueueParams"]
 
-#: a combined view's row: the cluster's index and name with the queue row
-Row = tuple[int, str, QueueRow, float]
+#: a combined view's row: the cluster's index and name with the queue row (or, grouped by
+#: owner, an owner's line) and the snapshot's time
+Row = tuple[int, str, QueueRow | GroupRow, float]
 #: rows no longer shown are freed in a worker above this many (fewer are freed in no time)
 FREE_AFTER = 5_000
 
@@ -30,6 +34,8 @@ class QueueParams:
     #: pending jobs first (what the operator is paged for), each state by effective priority
     sort: str = "STATE"
     descending: bool = False
+    #: the pods of one Job, JobSet or PyTorchJob under one line (`o`)
+    grouped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +44,14 @@ class QueueModel:
     total: int
     params: QueueParams
     combined: bool
+    #: id() of the rows shown under their owner's line
+    pods: frozenset[int] = frozenset()
 
 
 class QueuePane(Pane):
     view_id = "queue"
     title = "Queue"
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings("queue")]
 
     def __init__(self) -> None:
         super().__init__(id="pane-queue")
@@ -86,11 +95,14 @@ class QueuePane(Pane):
             name, now = item.snapshot.cluster, item.snapshot.now
             rows.extend(zip(repeat(item.index), repeat(name), found, repeat(now)))
         if len(ctx.items) > 1:  # one order over every cluster's rows
-            queue = [r[2] for r in rows]
+            queue: list[QueueRow] = [r[2] for r in rows]  # type: ignore[misc]  # (no groups yet)
             by_row = {id(r[2]): r for r in rows}
             sort_rows(queue, keys)
             rows = [by_row[id(q)] for q in queue]
-        model = QueueModel(rows, total, params, ctx.combined)
+        pods: frozenset[int] = frozenset()
+        if params.grouped:  # (after the filter and the order: a group stands where its first pod does)
+            rows, pods = _grouped(rows)
+        model = QueueModel(rows, total, params, ctx.combined, pods)
         self._last = (inputs, model)
         return model
 
@@ -105,11 +117,20 @@ class QueuePane(Pane):
 
         offset = 0 if model.combined else 1
 
+        pods = model.pods
+
         def cells(row: Row) -> Sequence[str]:
-            return queue_cells(row[2], row[3], row[1])[offset:]
+            item = row[2]
+            if isinstance(item, GroupRow):
+                return group_cells(item, row[1])[offset:]
+            found = queue_cells(item, row[3], row[1])
+            if id(row) in pods:
+                found = (found[0], POD_MARK + found[1], *found[2:])
+            return found[offset:]
 
         def tones(row: Row) -> Sequence[str | None]:
-            return (None, *queue_tones(row[2]))[offset:]
+            item = row[2]
+            return (None, *(group_tones(item) if isinstance(item, GroupRow) else queue_tones(item)))[offset:]
 
         previous, self._model = self._model, model
         self.table.set_data(TableData(spec, model.rows, cells, _key, tones,  # type: ignore[arg-type]
@@ -127,7 +148,14 @@ class QueuePane(Pane):
 
     def selection(self) -> Selection | None:
         row = self.table.cursor_row()
-        return Selection(row[0], row[2].job.id) if row is not None else None
+        if row is None or isinstance(row[2], GroupRow):  # (an owner's line is no job to act on)
+            return None
+        return Selection(row[0], row[2].job.id)
+
+    def action_toggle_group(self) -> None:
+        current = self._params
+        self._params = QueueParams(current.sort, current.descending, not current.grouped)
+        self.app.recompute()  # type: ignore[attr-defined]
 
     def status(self) -> str:
         hidden = self.table.hidden
@@ -150,7 +178,24 @@ class QueuePane(Pane):
 
 
 def _key(row: Row) -> str:
-    return f"{row[0]}/{row[2].job.id}"
+    item = row[2]
+    return f"{row[0]}/owner:{item.owner}" if isinstance(item, GroupRow) else f"{row[0]}/{item.job.id}"
+
+
+def _grouped(rows: list[Row]) -> tuple[list[Row], frozenset[int]]:
+    """The rows with the pods of each owner (per cluster) under one line; which rows are pods."""
+    pods: set[int] = set()
+
+    def owner_of(row: Row) -> tuple[int, str] | None:
+        owner = row[2].job.owner  # type: ignore[union-attr]  # (rows are all jobs before grouping)
+        return None if owner is None else (row[0], owner)
+
+    def group_of(owner: Any, members: list[Row]) -> Row:
+        pods.update(id(p) for p in members)
+        first = members[0]
+        return (first[0], first[1], GroupRow.of(owner[1], [p[2] for p in members]), first[3])  # type: ignore[misc]
+
+    return group_items(rows, owner_of, group_of), frozenset(pods)
 
 
 @dataclass(frozen=True, slots=True)

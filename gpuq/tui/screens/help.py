@@ -17,7 +17,10 @@ from gpuq.tui.keymap import ACTIONS, keys_of
 
 __all__ = ["HelpScreen", "help_table"]
 
-_SCOPES = {"app": "anywhere", "table": "in a table", "replay": "replaying a recording"}
+_SCOPES = {
+    "app": "anywhere", "table": "in a table", "replay": "replaying a recording", "lab": "in the policy lab",
+    "queue": "in the Queue view",
+}  # fmt: skip
 
 
 def help_table(overrides: Mapping[str, str]) -> Table:
