@@ -293,7 +293,8 @@ async def test_a_refusal_is_an_error_notification(
         screen = await open_action(pilot, job.id, key)
         screen.query_one("#action-prepare", Button).press()
         await closed(pilot)
-        assert (f"{kind} refused", f"job {job.id} {said}", "error") in notes(app)
+        # (the notification is posted from the worker's result: it may follow the modal's close)
+        await wait_for(pilot, lambda: (f"{kind} refused", f"job {job.id} {said}", "error") in notes(app))
         assert [(r["action"], r["result"], r["exit_code"]) for r in records(demo_cluster)] == [(kind, "error", 1)]
         assert current(demo_cluster, job.id).state is state
 
