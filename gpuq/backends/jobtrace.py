@@ -7,15 +7,14 @@ Kubernetes pods); Slurm reads its accounting directly (`gpuq.backends.slurm.trac
 from __future__ import annotations
 
 from gpuq.model import Job
-from gpuq.trace.record import TraceJob
+from gpuq.trace.record import TraceJob, trace_job_of
 
 __all__ = ["in_window", "trace_job"]
 
 
 def trace_job(job: Job, now: float) -> TraceJob:
     """`job` as a trace records it. Its run time: the model's `duration_s` where the backend
-    knows it (the demo), else end − start, else (still running at `now`) now − start, else 0.
-    The class is None for a job of no class (""), so the class rules may assign one."""
+    knows it (the demo), else end − start, else (still running at `now`) now − start, else 0."""
     start = job.start_time.timestamp() if job.start_time is not None else None
     end = job.end_time.timestamp() if job.end_time is not None else None
     if job.duration_s is not None:
@@ -24,21 +23,7 @@ def trace_job(job: Job, now: float) -> TraceJob:
         duration = max(0.0, (end if end is not None else now) - start)
     else:
         duration = 0.0
-    return TraceJob(
-        id=job.id,
-        submit_time=job.submit_time.timestamp(),
-        duration_s=duration,
-        gpus=job.gpus,
-        job_class=job.job_class or None,
-        priority=job.priority,
-        user=job.user,
-        tenant=job.tenant,
-        name=job.name,
-        start_time=start,
-        end_time=end,
-        state=job.state.value,
-        checkpoint_interval_s=job.checkpoint_interval_s,
-    )
+    return trace_job_of(job, duration_s=duration, start=start, end=end)
 
 
 def in_window(job: TraceJob, since: float, until: float) -> bool:

@@ -20,14 +20,14 @@ from typing import IO, Any, Final
 
 import msgspec
 
-from gpuq.config import Config, load_policy_file
+from gpuq.config import Config
 from gpuq.errors import BadInput, Refused
 from gpuq.policy.config import Mode, Policy
 from gpuq.replay.model import CheckpointModel, ClassStats, ReplayConfig, ReplayResult, WaitStats
 from gpuq.replay.prepare import Prepared, prepare
 from gpuq.replay.run import NO_PREEMPTION, ReplayEvent, replay_prepared
 from gpuq.service.tracing import open_trace
-from gpuq.service.tuning import parse_shape
+from gpuq.service.tuning import parse_shape, resolve_policy
 from gpuq.textsafe import visible
 
 __all__ = [
@@ -75,13 +75,7 @@ class ReplayReport:
 
 
 def _policy(request: ReplayRequest) -> tuple[Policy, str]:
-    if request.policy_file is not None:
-        source = load_policy_file(request.policy_file)
-        return source.policy, source.source
-    if request.config is not None:
-        source = request.config.policy_for(request.cluster or request.config.cluster)
-        return source.policy, source.source
-    return Policy(), "defaults"
+    return resolve_policy(request.policy_file, request.config, request.cluster)
 
 
 def _base(request: ReplayRequest) -> tuple[ReplayConfig, str]:

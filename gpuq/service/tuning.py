@@ -42,6 +42,7 @@ __all__ = [
     "TuneReport",
     "TuneRequest",
     "parse_shape",
+    "resolve_policy",
     "run_task",
     "tune",
     "write_best_policy",
@@ -116,14 +117,20 @@ class TuneReport:
         return apply_point(self.base, self.ranking.best.point).policy
 
 
-def _policy(request: TuneRequest) -> tuple[Policy, str]:
-    if request.policy_file is not None:
-        source = load_policy_file(request.policy_file)
+def resolve_policy(policy_file: str | None, config: Config | None, cluster: str | None) -> tuple[Policy, str]:
+    """The policy a replay starts from, and where it came from: `--policy FILE`, else the
+    config's (for `cluster`, else the config's default cluster), else gpuq's defaults."""
+    if policy_file is not None:
+        source = load_policy_file(policy_file)
         return source.policy, source.source
-    if request.config is not None:
-        source = request.config.policy_for(request.cluster or request.config.cluster)
+    if config is not None:
+        source = config.policy_for(cluster or config.cluster)
         return source.policy, source.source
     return Policy(), "defaults"
+
+
+def _policy(request: TuneRequest) -> tuple[Policy, str]:
+    return resolve_policy(request.policy_file, request.config, request.cluster)
 
 
 def _base(request: TuneRequest) -> tuple[ReplayConfig, str]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuq.errors import BadInput
+from gpuq.model import Job
 
-__all__ = ["TraceError", "TraceJob"]
+__all__ = ["TraceError", "TraceJob", "trace_job_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,31 @@ class TraceJob:
     def recorded_wait_s(self) -> float | None:
         """start − submit as recorded; None for a job that never started."""
         return None if self.start_time is None else max(0.0, self.start_time - self.submit_time)
+
+
+def trace_job_of(
+    job: Job, *, duration_s: float, start: float | None, end: float | None, id_prefix: str = "",
+    checkpoints: tuple[float, ...] = (),
+) -> TraceJob:
+    """A model job (a backend's or a snapshot's) as a trace job, with the run time, start and end
+    its source worked out. The class is None for a job of no class (""), so the class rules may
+    assign one."""
+    return TraceJob(
+        id=id_prefix + job.id,
+        submit_time=job.submit_time.timestamp(),
+        duration_s=duration_s,
+        gpus=job.gpus,
+        job_class=job.job_class or None,
+        priority=job.priority,
+        user=job.user,
+        tenant=job.tenant,
+        name=job.name,
+        start_time=start,
+        end_time=end,
+        state=job.state.value,
+        checkpoint_interval_s=job.checkpoint_interval_s,
+        checkpoints=checkpoints,
+    )
 
 
 class TraceError(BadInput):

@@ -29,7 +29,7 @@ from gpuq.errors import BadInput, NotFound
 from gpuq.model import ACTIVE_STATES, Job, JobState, Snapshot
 from gpuq.model.codec import read_snapshot_file
 from gpuq.textsafe import visible
-from gpuq.trace.record import TraceError, TraceJob
+from gpuq.trace.record import TraceError, TraceJob, trace_job_of
 
 __all__ = ["FINISHED_STATES", "follow_snapshots", "read_snapshots", "snapshot_files"]
 
@@ -118,19 +118,6 @@ def _trace_job(seen: _Seen, prefix: str, *, ended: bool) -> TraceJob:
     else:
         end = None
     duration = max(0.0, end - start) if start is not None and end is not None else job.duration_s or 0.0
-    return TraceJob(
-        id=prefix + job.id,
-        submit_time=job.submit_time.timestamp(),
-        duration_s=duration,
-        gpus=job.gpus,
-        job_class=job.job_class or None,
-        priority=job.priority,
-        user=job.user,
-        tenant=job.tenant,
-        name=job.name,
-        start_time=start,
-        end_time=end if ended or job.end_time is not None else None,
-        state=job.state.value,
-        checkpoint_interval_s=job.checkpoint_interval_s,
-        checkpoints=(job.last_checkpoint_time.timestamp(),) if job.last_checkpoint_time is not None else (),
-    )
+    checkpoints = (job.last_checkpoint_time.timestamp(),) if job.last_checkpoint_time is not None else ()
+    return trace_job_of(job, duration_s=duration, start=start, end=end if ended or job.end_time is not None else None,
+                        id_prefix=prefix, checkpoints=checkpoints)  # fmt: skip

@@ -237,52 +237,16 @@ class Runner:
         """Like `run`, but ``consume`` gets stdout's lines while the command still writes them, so
         parsing overlaps a large queue's printing. Errors are mapped as in `run`, and a failed
         command's error wins over whatever ``consume`` made of its output."""
-        argv = self.argv(args)
-        shown = _shown(argv)
-        missing = _missing_conf()
-        if missing is not None:
-            raise missing
-        limit = timeout_s or self.timeout_s
-        proc = _spawn(argv, text=False)
-        timed_out = threading.Event()
-
-        def kill() -> None:
-            timed_out.set()
-            _kill_group(proc)
-
-        timer = threading.Timer(limit, kill)
-        timer.daemon = True
-        errors: list[bytes] = []
-        assert proc.stdout is not None and proc.stderr is not None  # noqa: S101 - both are pipes
-        err_stream = proc.stderr
-        reader = threading.Thread(target=lambda: errors.append(err_stream.read()), daemon=True)
-        timer.start()
-        reader.start()
-        failure: Exception | None = None
-        result: T | None = None
+        lines = self.lines(args, timeout_s=timeout_s, what=what)
         try:
-            try:
-                result = consume(_lines(proc.stdout))
-            except Exception as exc:  # noqa: BLE001 - raised below, unless the command failed
-                failure = exc
-                proc.stdout.read()  # let it finish writing (or be killed by the timer)
-            proc.wait()
-        finally:
-            timer.cancel()
-            if proc.poll() is None:
-                _kill_group(proc)
-                proc.wait()
-            reader.join()
-            proc.stdout.close()
-            proc.stderr.close()
-        if timed_out.is_set():
-            raise _no_answer(shown, limit)
-        if proc.returncode != 0:
-            stderr = b"".join(errors).decode(errors="replace").strip()
-            raise self.error(argv, stderr or f"exit status {proc.returncode} from {argv[0]}", what)
-        if failure is not None:
-            raise failure
-        return result  # type: ignore[return-value]
+            result = consume(lines)
+        except Exception:
+            for _ in lines:  # (to the end: a failed command's error is raised there, and wins)
+                pass
+            raise
+        for _ in lines:  # (the rest, and the exit status, checked where the output ends)
+            pass
+        return result
 
     def lines(self, args: Sequence[str], *, timeout_s: float | None = None, what: str = "") -> Iterator[str]:
         """stdout's lines as the command writes them, for a caller that takes them one at a time
