@@ -6,28 +6,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuq.model import JobClass, JobState, Node, NodeState
 from gpuq.model.codec import encode_snapshot
 from tests.cli.conftest import Runner, json_doc
-from tests.factories import make_job, make_snapshot
-
-T = 1_795_000_000.0
-_R, _P = JobState.RUNNING, JobState.PENDING
+from tests.factories import owned_snapshot
 
 
 def _file(tmp_path: Path, owner: str = "PyTorchJob/ml/train") -> str:
-    classes = [JobClass("normal", 100, True)]
-    nodes = [Node("gpu-1", 8, "H100", NodeState.ALLOCATED), Node("gpu-2", 8, "H100", NodeState.MIXED)]
-    jobs = [
-        make_job("ml/train-0", "train-0", "ann", "ml", "normal", 50, _R, T - 900, 8, start_time=T - 600,
-                 allocation={"gpu-1": range(8)}, owner=owner),
-        make_job("ml/solo", "solo", "bo", "ml", "normal", 40, _R, T - 800, 4, start_time=T - 700,
-                 allocation={"gpu-2": range(4)}),
-        make_job("ml/train-1", "train-1", "ann", "ml", "normal", 30, _P, T - 300, 8, owner=owner),
-        make_job("ml/eval-0", "eval-0", "bo", "ml", "normal", 20, _P, T - 200, 2, owner="Job/ml/eval"),
-    ]  # fmt: skip
     path = tmp_path / "owned.json"
-    path.write_bytes(encode_snapshot(make_snapshot("lab", "snapshot", T, classes, nodes, jobs)))
+    path.write_bytes(encode_snapshot(owned_snapshot(owner)))
     return str(path)
 
 
