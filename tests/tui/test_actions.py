@@ -264,7 +264,8 @@ async def test_preempt_with_suspend_then_resume(demo_cluster: Cluster, console: 
         await closed(pilot)
         assert current(demo_cluster, job.id).state is JobState.SUSPENDED
         assert ended(demo_cluster, pending) == [("intent", "pending"), ("outcome", "ok")]
-        assert any(n[0] == "preempt: warning" for n in notes(app))
+        # (the warning is posted from the worker's result: it may follow the modal's close)
+        await wait_for(pilot, lambda: any(n[0] == "preempt: warning" for n in notes(app)))
         await wait_for(pilot, lambda: (s := app.snapshots[0]) is not None and s.job(job.id) is not None
                        and s.job(job.id).state is JobState.SUSPENDED)  # type: ignore[union-attr]  # fmt: skip
         screen = await open_action(pilot, job.id, "r")
