@@ -184,3 +184,28 @@ def test_a_watch_event_reaches_the_preview_without_converting_everything_again(t
     after = backend.native_preview(snap, request)  # (no new list: watch off lists at each snapshot)
     assert after is not None and "ml-team-b/sweep-lr-4wz8n" not in {v.id for v in after.victims}
     assert all(backend.native._pods._by_key[k] is info for k, info in kept.items())  # the others: not rebuilt
+
+
+def test_a_snapshot_leaves_the_preview_nothing_to_convert(target: Target) -> None:
+    """`snapshot()` converts the pods, nodes and budgets and matches every pod against the
+    budgets (`NativePreview.warm`), so that the first preview of a process only plans: a preview
+    right after it converts no object and matches no pod again, and plans what a preview without
+    the warm-up plans."""
+    backend = target.backend(watch=False)
+    snap = backend.snapshot()
+    native = backend.native
+    assert native._budgets is not None and native._budgets.memo  # the recorded lab has PDBs over pods
+    matched = dict(native._budgets.memo)
+
+    def no_conversion(obj: Any) -> Any:
+        raise AssertionError(f"converted {obj.metadata.key} again")
+
+    for cache in (native._pods, native._nodes, native._pdbs):
+        cache.convert = no_conversion
+    request = PreviewRequest(gpus=8, priority=5000)
+    plan = backend.native_preview(snap, request)
+    assert all(native._budgets.memo[k] is v for k, v in matched.items())  # not matched again
+
+    cold = target.backend(watch=False)
+    cold.state.refresh()  # (the list alone, without the snapshot's warm-up)
+    assert plan == cold.native_preview(snap, request)

@@ -125,6 +125,7 @@ class KubernetesBackend(Backend):
         applied since (a resource whose watch failed is listed again; Unreachable while the server
         is away)."""
         self.state.refresh()
+        self.native.warm()
         return self.state.snapshot(self.cluster, from_epoch(self.clock()))
 
     # -- actions (README, "Kubernetes › Actions"; gpuq/backends/kubernetes/actions.py)
