@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Vertical
+from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Input, Static
@@ -28,6 +29,7 @@ from gpuq.model import Snapshot
 from gpuq.service import Cluster
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration, format_time
+from gpuq.tui.gate import InputGate
 from gpuq.tui.keymap import bindings
 from gpuq.tui.messages import Computed, Refreshed, RefreshFailed
 from gpuq.tui.panes import pane_classes
@@ -96,6 +98,8 @@ class GpuqConsole(ReplayControls, App[None]):
         self._token = 0
         self._computing = False
         self._again = False
+        #: workers step aside for a moment after each key or click (gpuq/tui/gate.py)
+        self.gate = InputGate()
         #: `--record DIR`: every successful read is kept (in the reading worker)
         self.recorder = recorder
         #: `--replay DIR`: snapshots come from a recording, moved by the scrubber
@@ -123,6 +127,27 @@ class GpuqConsole(ReplayControls, App[None]):
 
     # -- layout
 
+    def _note_input_at_the_driver(self) -> None:
+        """Note each key or mouse event in the driver's input thread, as it is handed over:
+        the computing worker then steps aside while the UI thread is still waking up for it.
+        (`Driver.send_message` is where every driver's input ends; `on_event` notes it too.)"""
+        driver = self._driver
+        if driver is None:
+            return
+        send, note = driver.send_message, self.gate.note_input
+
+        def send_message(message: Message) -> None:
+            if isinstance(message, events.InputEvent):
+                note()
+            send(message)
+
+        driver.send_message = send_message  # type: ignore[method-assign]
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent):  # (a key or the mouse: workers step aside)
+            self.gate.note_input()
+        await super().on_event(event)
+
     def compose(self) -> ComposeResult:
         yield Static(id="status")
         yield Static(id="banner")
@@ -141,6 +166,7 @@ class GpuqConsole(ReplayControls, App[None]):
 
     def on_mount(self) -> None:
         self._started = True
+        self._note_input_at_the_driver()
         self.query_one("#banner").display = False
         self.query_one("#prompt-box").display = False
         self.set_interval(0.25, self._tick)
@@ -217,7 +243,7 @@ class GpuqConsole(ReplayControls, App[None]):
         )
         if not items:
             return None
-        return PaneContext(items, self.selected, self.filter_text, self.scope == -1)
+        return PaneContext(items, self.selected, self.filter_text, self.scope == -1, self.gate.pause)
 
     def recompute(self) -> None:
         """Compute the visible pane's model again (in a worker; one at a time, the latest wins)."""

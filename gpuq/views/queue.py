@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any, NamedTuple
 
 import msgspec
@@ -165,8 +166,8 @@ def parse_sort(values: Sequence[str]) -> tuple[SortKey, ...]:
     return tuple(keys) or DEFAULT_SORT
 
 
-def _submit(row: QueueRow) -> datetime:
-    return row.job.submit_time
+#: (in C: the console sorts 200,000 rows by it on every refresh)
+_submit: Callable[[QueueRow], datetime] = operator.attrgetter("job.submit_time")
 
 
 def _class_rank(ranks: dict[str, int]) -> Callable[[QueueRow], Any]:
@@ -196,20 +197,79 @@ SORT_KEYS: dict[str, Callable[[QueueRow], Any]] = {
 }
 
 
+def _no_pause() -> None:
+    pass
+
+
 def sort_rows(
     rows: list[QueueRow], keys: Sequence[SortKey] = DEFAULT_SORT, reverse: bool = False,
-    class_ranks: dict[str, int] | None = None,
+    class_ranks: dict[str, int] | None = None, pause: Callable[[], None] = _no_pause,
 ) -> None:  # fmt: skip
     """Sort by `keys` in turn; ties go to the earliest submitted, then the snapshot's order.
-    `reverse` turns every direction round (ties included). `class_ranks`: class -> priority."""
-    rows.sort(key=_submit, reverse=reverse)
+    `reverse` turns every direction round (ties included). `class_ranks`: class -> priority.
+    `pause` is called between the passes (the console's worker steps aside there)."""
+    sort = rows.sort if pause is _no_pause else partial(_paced_sort, rows, pause=pause)
+    sort(key=_submit, reverse=reverse)
     for name, descending in reversed(keys or DEFAULT_SORT):
+        pause()
         key = _class_rank(class_ranks or {}) if name == "class" else SORT_KEYS[name]
-        rows.sort(key=key, reverse=descending != reverse)
+        sort(key=key, reverse=descending != reverse)
 
 
-def queue_rows(cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter) -> list[QueueRow]:
-    """Filtered, sorted rows with the derived fields every format shows."""
+#: rows above which `_paced_sort` sorts aside (below, one sort is shorter than a frame)
+SORT_CHUNK = 16384
+#: rows whose keys `_paced_sort` computes between two pauses
+KEY_STEP = 4096
+
+
+def _paced_sort(rows: list[QueueRow], key: Callable[[QueueRow], Any], reverse: bool,
+                pause: Callable[[], None]) -> None:  # fmt: skip
+    """`rows.sort(key=key, reverse=reverse)` for a caller that must not hold the interpreter
+    long (the console's worker): the keys computed `KEY_STEP` rows at a time with `pause`
+    between, as numbers (a datetime as its timestamp, a text or tuple as its rank among the
+    distinct values), sorted by numpy's stable argsort, which lets other threads run while it
+    sorts, and the rows put in that order a step at a time. Stable as `list.sort` is, descending
+    included: equal keys keep their order."""
+    n = len(rows)
+    if n <= SORT_CHUNK:
+        rows.sort(key=key, reverse=reverse)
+        return
+    import numpy as np  # (here only: the CLI and small queues never need it)
+
+    values = np.empty(n, dtype=np.float64)
+    others: list[Any] = []  # keys that are no numbers, ranked below
+    for start in range(0, n, KEY_STEP):
+        chunk = list(map(key, rows[start : start + KEY_STEP]))
+        if isinstance(chunk[0], datetime):
+            chunk = [k.timestamp() for k in chunk]
+        if isinstance(chunk[0], int | float):
+            values[start : start + len(chunk)] = chunk
+        else:
+            others.extend(chunk)
+        pause()
+    if others:
+        ranks = {k: i for i, k in enumerate(sorted(set(others)))}
+        for start in range(0, n, KEY_STEP):
+            values[start : start + KEY_STEP] = [ranks[k] for k in others[start : start + KEY_STEP]]
+            pause()
+    order = np.argsort(-values if reverse else values, kind="stable")
+    pause()
+    before = rows[:]
+    for start in range(0, n, KEY_STEP):
+        rows[start : start + KEY_STEP] = [before[i] for i in order[start : start + KEY_STEP].tolist()]
+        pause()
+
+
+#: jobs between two calls of `queue_rows`' `pause`
+PAUSE_EVERY = 2048
+
+
+def queue_rows(
+    cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter, pause: Callable[[], None] = _no_pause
+) -> list[QueueRow]:
+    """Filtered, sorted rows with the derived fields every format shows. `pause` is called
+    every `PAUSE_EVERY` jobs and between the sorts (a long-running caller's chance to let
+    another thread run: the console's worker steps aside there after a key)."""
     policy = cluster.policy
     now = snapshot.now
     day_ago = now - DAY_S
@@ -228,7 +288,8 @@ def queue_rows(cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter) -> lis
     # (rules.effective_priority: aging on the same floats in the same order) and `sla_status`;
     # tests/policy/test_rule_copies.py checks them against the originals. A started job that had
     # earned aging asks the kernel itself.
-    for job in snapshot.jobs:
+    jobs = snapshot.jobs
+    for job in jobs if pause is _no_pause or len(jobs) <= PAUSE_EVERY else _paced(jobs, pause):
         state = job.state
         if states is not None and state not in states:
             continue
@@ -272,8 +333,16 @@ def queue_rows(cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter) -> lis
             status = breach if wait > target else at_risk if wait >= risk else ok
         append(QueueRow(job, wait, effective, len(times), recent, status))
     ranks = {name: found[0].priority for name, found in resolved.items()}
-    sort_rows(rows, wanted.sort, wanted.reverse, ranks)
+    pause()
+    sort_rows(rows, wanted.sort, wanted.reverse, ranks, pause)
     return rows
+
+
+def _paced(jobs: Sequence[Job], pause: Callable[[], None]) -> Iterator[Job]:
+    """`jobs`, with `pause` called before each `PAUSE_EVERY` of them."""
+    for start in range(0, len(jobs), PAUSE_EVERY):
+        pause()
+        yield from jobs[start : start + PAUSE_EVERY]
 
 
 def queue_view(cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter, *, limit: int | None = None) -> QueueView:

@@ -102,3 +102,33 @@ def test_parse_sort(given: tuple[str, ...], expected: tuple[q.SortKey, ...]) -> 
 def test_parse_sort_refuses_unknown_keys(bad: str) -> None:
     with pytest.raises(BadInput, match="--sort: unknown key"):
         q.parse_sort([bad])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
+                  st.sampled_from(["urgent", "normal", "low", "adhoc"]), st.sampled_from(["ann", "bo"])),
+        max_size=25,
+    ),
+    _KEYS,
+    st.booleans(),
+    st.integers(1, 6),
+)  # fmt: skip
+def test_the_paced_sort_gives_the_same_order(
+    specs: list[tuple[float, float, int, str, str]], keys: tuple[q.SortKey, ...], reverse: bool, chunk: int
+) -> None:
+    """With a `pause` (the console's worker), the rows are sorted aside in steps (numpy's stable
+    argsort, keys as timestamps or ranks): the same order as the plain comparison sort, and the
+    pause is called between the steps."""
+    built = [_row(i, *spec) for i, spec in enumerate(specs)]
+    got = list(built)
+    pauses: list[int] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(q, "SORT_CHUNK", chunk)
+        patch.setattr(q, "KEY_STEP", chunk)
+        q.sort_rows(got, keys, reverse, RANKS, pause=lambda: pauses.append(1))
+    assert [r.job.id for r in got] == _reference(built, keys, reverse)
+    assert len(pauses) >= len(keys)
+    if len(built) > chunk:
+        assert len(pauses) > 2 * len(keys)  # (the keys, the order and the rows each in steps)

@@ -8,7 +8,7 @@ the last snapshots (pure: the service and the views, never a widget), and hands 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -16,6 +16,7 @@ from textual.widget import Widget
 
 from gpuq.model import Snapshot
 from gpuq.service import Cluster
+from gpuq.tui.gate import no_pause
 
 __all__ = ["ClusterItem", "Pane", "PaneContext", "Selection"]
 
@@ -47,6 +48,9 @@ class PaneContext:
     filter: str
     #: every configured cluster is shown (the combined view)
     combined: bool
+    #: called by `compute` between bounded steps: sleeps a moment after a key or click, so the
+    #: UI thread answers it at once (gpuq/tui/gate.py)
+    pause: Callable[[], None] = no_pause
 
     def item(self, index: int) -> ClusterItem | None:
         return next((i for i in self.items if i.index == index), None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
@@ -48,6 +48,10 @@ class QueueModel:
     pods: frozenset[int] = frozenset()
 
 
+#: rows made between two pauses of the compute (`PaneContext.pause`)
+_STEP = 16384
+
+
 class QueuePane(Pane):
     view_id = "queue"
     title = "Queue"
@@ -87,17 +91,21 @@ class QueuePane(Pane):
         needle = ctx.filter.lower()
         rows: list[Row] = []
         total = 0
+        pause = ctx.pause
         for item in ctx.items:
-            found = queue_rows(item.cluster, item.snapshot, QueueFilter(sort=keys))
+            found = queue_rows(item.cluster, item.snapshot, QueueFilter(sort=keys), pause)
             total += len(found)
             if needle:
                 found = [r for r in found if matches(r, needle)]
+                pause()
             name, now = item.snapshot.cluster, item.snapshot.now
-            rows.extend(zip(repeat(item.index), repeat(name), found, repeat(now)))
+            for start in range(0, len(found), _STEP):
+                rows.extend(zip(repeat(item.index), repeat(name), found[start : start + _STEP], repeat(now)))
+                pause()
         if len(ctx.items) > 1:  # one order over every cluster's rows
             queue: list[QueueRow] = [r[2] for r in rows]  # type: ignore[misc]  # (no groups yet)
             by_row = {id(r[2]): r for r in rows}
-            sort_rows(queue, keys)
+            sort_rows(queue, keys, pause=pause)
             rows = [by_row[id(q)] for q in queue]
         pods: frozenset[int] = frozenset()
         if params.grouped:  # (after the filter and the order: a group stands where its first pod does)
@@ -139,7 +147,8 @@ class QueuePane(Pane):
         if old is not None and old is not model.rows and previous is not self._last_model() and len(old) > FREE_AFTER:
             # Freeing 200,000 rows at once holds the interpreter ~0.1 s: once the new rows are on
             # screen, a worker frees the old a slice at a time, so keys and frames go on meanwhile.
-            self.call_after_refresh(self.run_worker, partial(_free, old), thread=True, group="queue-free",
+            pause = self.app.gate.pause  # type: ignore[attr-defined]
+            self.call_after_refresh(self.run_worker, partial(_free, old, pause), thread=True, group="queue-free",
                                     exit_on_error=False, description="free the previous queue rows")  # fmt: skip
 
     def _last_model(self) -> QueueModel | None:
@@ -217,7 +226,9 @@ class _Inputs:
         return all(a[0] == b[0] and a[1] is b[1] for a, b in zip(mine, theirs, strict=True))
 
 
-def _free(rows: list[Row]) -> None:
-    """Drop rows nothing shows any more, a slice at a time (worker thread)."""
+def _free(rows: list[Row], pause: Callable[[], None]) -> None:
+    """Drop rows nothing shows any more, a slice at a time (worker thread), stepping aside after
+    a key as the compute does."""
     while rows:
         del rows[-2000:]
+        pause()
