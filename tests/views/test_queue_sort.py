@@ -44,6 +44,13 @@ def _reference(rows: list[q.QueueRow], keys: tuple[q.SortKey, ...], reverse: boo
     return [r.job.id for r in sorted(rows, key=functools.cmp_to_key(compare))]
 
 
+#: rows as (effective, submit, gpus, class, user), with many ties
+_SPECS = st.lists(
+    st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
+              st.sampled_from(["urgent", "normal", "low", "adhoc"]), st.sampled_from(["ann", "bo"])),
+    max_size=25,
+)  # fmt: skip
+
 _KEYS = st.lists(
     st.tuples(st.sampled_from(["effective", "gpus", "user", "class"]), st.booleans()), min_size=1, max_size=3,
     unique_by=lambda k: k[0],
@@ -51,15 +58,7 @@ _KEYS = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
-                  st.sampled_from(["urgent", "normal", "low", "adhoc"]), st.sampled_from(["ann", "bo"])),
-        max_size=25,
-    ),
-    _KEYS,
-    st.booleans(),
-)  # fmt: skip
+@given(_SPECS, _KEYS, st.booleans())
 def test_sort_matches_a_plain_comparison_sort(
     specs: list[tuple[float, float, int, str, str]], keys: tuple[q.SortKey, ...], reverse: bool
 ) -> None:
@@ -105,16 +104,7 @@ def test_parse_sort_refuses_unknown_keys(bad: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
-                  st.sampled_from(["urgent", "normal", "low", "adhoc"]), st.sampled_from(["ann", "bo"])),
-        max_size=25,
-    ),
-    _KEYS,
-    st.booleans(),
-    st.integers(1, 6),
-)  # fmt: skip
+@given(_SPECS, _KEYS, st.booleans(), st.integers(1, 6))
 def test_the_paced_sort_gives_the_same_order(
     specs: list[tuple[float, float, int, str, str]], keys: tuple[q.SortKey, ...], reverse: bool, chunk: int
 ) -> None:
