@@ -9,6 +9,7 @@ their view models in a worker too (`Pane.compute`) and only render on the UI thr
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -278,6 +279,12 @@ class GpuqConsole(ReplayControls, App[None]):
             return
         self.post_message(Computed(pane.view_id, token, model, time.perf_counter() - started))
 
+    @work(thread=True, exclusive=True, exit_on_error=False, group="numpy", description="import numpy")
+    def _import_numpy(self) -> None:
+        """Once the first view is on screen: the sorts of later computes step aside with numpy's
+        argsort (gpuq/views/queue.py), and the import is kept out of the first frame's way."""
+        import numpy  # noqa: F401
+
     @on(Computed)
     def _computed(self, message: Computed) -> None:
         self._computing = False
@@ -289,6 +296,8 @@ class GpuqConsole(ReplayControls, App[None]):
             else:
                 self.pane.show(message.model)
                 self._sync_selection()
+                if "numpy" not in sys.modules:
+                    self.call_after_refresh(self._import_numpy)
         if self._again:
             self._again = False
             self.recompute()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -225,16 +226,18 @@ KEY_STEP = 4096
 def _paced_sort(rows: list[QueueRow], key: Callable[[QueueRow], Any], reverse: bool,
                 pause: Callable[[], None]) -> None:  # fmt: skip
     """`rows.sort(key=key, reverse=reverse)` for a caller that must not hold the interpreter
-    long (the console's worker): the keys computed `KEY_STEP` rows at a time with `pause`
+    long (the console's worker), once numpy is imported: the keys computed `KEY_STEP` rows at a time with `pause`
     between, as numbers (a datetime as its timestamp, a text or tuple as its rank among the
     distinct values), sorted by numpy's stable argsort, which lets other threads run while it
     sorts, and the rows put in that order a step at a time. Stable as `list.sort` is, descending
     included: equal keys keep their order."""
     n = len(rows)
-    if n <= SORT_CHUNK:
+    np = sys.modules.get("numpy")
+    if n <= SORT_CHUNK or np is None:
+        # (numpy not imported yet: importing it here would hold up the console's first frame,
+        # and the console imports it once that frame is out; the CLI never needs it)
         rows.sort(key=key, reverse=reverse)
         return
-    import numpy as np  # (here only: the CLI and small queues never need it)
 
     values = np.empty(n, dtype=np.float64)
     others: list[Any] = []  # keys that are no numbers, ranked below

@@ -5,9 +5,11 @@ before it does so again."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 
 import msgspec
+import numpy  # noqa: F401  # (the paced sort sorts with numpy once it is imported)
 import pytest
 from textual import events
 
@@ -117,3 +119,30 @@ async def test_the_driver_notes_an_input_as_it_hands_it_over(console: ConsoleFac
         sender.join()
         assert noted and noted[0] > before  # noted in the sending thread, before the UI thread ran
         await wait_for(pilot, lambda: table.cursor == cursor + 1)  # type: ignore[attr-defined]
+
+
+async def test_numpy_is_imported_after_the_first_view_is_shown(
+    console: ConsoleFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Until numpy is imported the sorts are plain (the import would hold up the first frame);
+    the console imports it in a worker once its first view is on screen."""
+    monkeypatch.delitem(sys.modules, "numpy")  # (put back after the test)
+    cluster, _backend = flaky_cluster(SMALL)
+    app = console([cluster])
+    imported: list[bool] = []
+    monkeypatch.setattr(app, "_import_numpy", lambda: imported.append(app.pane.is_mounted))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        await wait_for(pilot, lambda: imported)
+        assert imported[0]
+
+
+def test_without_numpy_the_paced_sort_is_one_plain_sort(small_cluster: Cluster,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    snap = small_cluster.snapshot()
+    wanted = queue_view.QueueFilter()
+    plain = queue_view.queue_rows(small_cluster, snap, wanted)
+    monkeypatch.delitem(sys.modules, "numpy")
+    monkeypatch.setattr(queue_view, "SORT_CHUNK", 2)
+    paced = queue_view.queue_rows(small_cluster, snap, wanted, pause=lambda: None)
+    assert [r.job.id for r in paced] == [r.job.id for r in plain]

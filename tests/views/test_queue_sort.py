@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy  # noqa: F401  # (the paced sort sorts with numpy once it is imported)
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
