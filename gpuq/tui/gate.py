@@ -15,14 +15,10 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["HOLD_S", "InputGate", "no_pause"]
+__all__ = ["HOLD_S", "InputGate"]
 
 #: how long a worker stays out of the way after an input event: a key's handling and two frames
 HOLD_S = 0.05
-
-
-def no_pause() -> None:
-    """The pause of a compute nobody waits on (tests, benchmarks, the CLI)."""
 
 
 class InputGate:

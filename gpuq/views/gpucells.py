@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from gpuq.model import Job
 from gpuq.textsafe import cell_width, visible
+from gpuq.views import pacing
 from gpuq.views.gpus import GpuGrid, NodeGrid
+from gpuq.views.pacing import Pause, no_pause, paced
 
 __all__ = [
     "DOWN_CELL",
@@ -127,10 +129,11 @@ def node_row(grid: NodeGrid, holders: dict[str, Job], cluster: str,
                    tuple(cells), takes_work)  # fmt: skip
 
 
-def grid_rows(grid: GpuGrid) -> list[NodeRow]:
-    """One row per node of the grid, in its (name) order."""
+def grid_rows(grid: GpuGrid, pause: Pause = no_pause) -> list[NodeRow]:
+    """One row per node of the grid, in its (name) order; `pause` is called every `STEP // 8`
+    nodes (gpuq/views/pacing.py: a node is about eight cells)."""
     made: dict[tuple[str, bool], GpuCell] = {}
-    return [node_row(g, grid.holders, grid.cluster, made) for g in grid.nodes]
+    return [node_row(g, grid.holders, grid.cluster, made) for g in paced(grid.nodes, pause, max(1, pacing.STEP // 8))]
 
 
 def grid_matches(row: NodeRow, needle: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -18,6 +18,7 @@ from gpuq.model import DAY_S, QUEUED_STATES, Job, JobClass, JobState, Snapshot, 
 from gpuq.policy.rules import effective_priority
 from gpuq.service import Cluster
 from gpuq.sla import AT_RISK_SHARE
+from gpuq.views.pacing import no_pause, paced
 
 __all__ = [
     "DEFAULT_SORT",
@@ -198,18 +199,14 @@ SORT_KEYS: dict[str, Callable[[QueueRow], Any]] = {
 }
 
 
-def _no_pause() -> None:
-    pass
-
-
 def sort_rows(
     rows: list[QueueRow], keys: Sequence[SortKey] = DEFAULT_SORT, reverse: bool = False,
-    class_ranks: dict[str, int] | None = None, pause: Callable[[], None] = _no_pause,
+    class_ranks: dict[str, int] | None = None, pause: Callable[[], None] = no_pause,
 ) -> None:  # fmt: skip
     """Sort by `keys` in turn; ties go to the earliest submitted, then the snapshot's order.
     `reverse` turns every direction round (ties included). `class_ranks`: class -> priority.
     `pause` is called between the passes (the console's worker steps aside there)."""
-    sort = rows.sort if pause is _no_pause else partial(_paced_sort, rows, pause=pause)
+    sort = rows.sort if pause is no_pause else partial(_paced_sort, rows, pause=pause)
     sort(key=_submit, reverse=reverse)
     for name, descending in reversed(keys or DEFAULT_SORT):
         pause()
@@ -268,7 +265,7 @@ PAUSE_EVERY = 2048
 
 
 def queue_rows(
-    cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter, pause: Callable[[], None] = _no_pause
+    cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter, pause: Callable[[], None] = no_pause
 ) -> list[QueueRow]:
     """Filtered, sorted rows with the derived fields every format shows. `pause` is called
     every `PAUSE_EVERY` jobs and between the sorts (a long-running caller's chance to let
@@ -292,7 +289,7 @@ def queue_rows(
     # tests/policy/test_rule_copies.py checks them against the originals. A started job that had
     # earned aging asks the kernel itself.
     jobs = snapshot.jobs
-    for job in jobs if pause is _no_pause or len(jobs) <= PAUSE_EVERY else _paced(jobs, pause):
+    for job in paced(jobs, pause, PAUSE_EVERY):
         state = job.state
         if states is not None and state not in states:
             continue
@@ -339,13 +336,6 @@ def queue_rows(
     pause()
     sort_rows(rows, wanted.sort, wanted.reverse, ranks, pause)
     return rows
-
-
-def _paced(jobs: Sequence[Job], pause: Callable[[], None]) -> Iterator[Job]:
-    """`jobs`, with `pause` called before each `PAUSE_EVERY` of them."""
-    for start in range(0, len(jobs), PAUSE_EVERY):
-        pause()
-        yield from jobs[start : start + PAUSE_EVERY]
 
 
 def queue_view(cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter, *, limit: int | None = None) -> QueueView:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from gpuq.model import JobState, Snapshot
 from gpuq.sla import WaitStats
 from gpuq.timefmt import format_duration
+from gpuq.views.pacing import Pause, no_pause, paced
 from gpuq.views.sla import SlaRow
 
 __all__ = [
@@ -74,22 +75,28 @@ class ClassWaits:
         return len(self.started) + len(self.pending)
 
 
-def class_waits(snapshot: Snapshot, now: float | None = None) -> dict[str, ClassWaits]:
+def class_waits(snapshot: Snapshot, now: float | None = None, pause: Pause = no_pause) -> dict[str, ClassWaits]:
     """Every class's waits at `now` (the snapshot's time when None), and every job's under
-    `ALL`: the jobs and waits `gpuq.sla.sla_report` counts without a window."""
+    `ALL`: the jobs and waits `gpuq.sla.sla_report` counts without a window. `pause` is called
+    every `STEP` jobs and between the sorts (gpuq/views/pacing.py)."""
     at = snapshot.now if now is None else now
     started: dict[str, list[float]] = {}
     pending: dict[str, list[float]] = {}
-    for job in snapshot.jobs:
+    for job in paced(snapshot.jobs, pause):
         if job.start_time is None and job.state is not JobState.PENDING:
             continue
         wait = job.wait_s(at)
         assert wait is not None
         (started if job.start_time is not None else pending).setdefault(job.job_class, []).append(wait)
     names = set(started) | set(pending) | {c.name for c in snapshot.classes}
-    out = {n: ClassWaits(tuple(sorted(started.get(n, ()))), tuple(sorted(pending.get(n, ())))) for n in names}
-    out[ALL] = ClassWaits(tuple(sorted(w for s in started.values() for w in s)),
-                          tuple(sorted(w for p in pending.values() for w in p)))  # fmt: skip
+    out: dict[str, ClassWaits] = {}
+    for n in sorted(names):
+        pause()
+        out[n] = ClassWaits(tuple(sorted(started.get(n, ()))), tuple(sorted(pending.get(n, ()))))
+    pause()
+    every_started = tuple(sorted(w for s in started.values() for w in s))
+    pause()
+    out[ALL] = ClassWaits(every_started, tuple(sorted(w for p in pending.values() for w in p)))
     return out
 
 

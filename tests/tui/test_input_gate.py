@@ -15,6 +15,10 @@ from textual import events
 
 from gpuq.service import Cluster
 from gpuq.tui.gate import InputGate
+from gpuq.tui.panes.base import ClusterItem, PaneContext
+from gpuq.tui.panes.gpus import GpusPane
+from gpuq.tui.panes.sla import SlaPane
+from gpuq.views import pacing
 from gpuq.views import queue as queue_view
 from tests.tui.backends import flaky_cluster
 from tests.tui.conftest import SMALL, ConsoleFactory, loaded, wait_for
@@ -146,3 +150,19 @@ def test_without_numpy_the_paced_sort_is_one_plain_sort(small_cluster: Cluster,
     monkeypatch.setattr(queue_view, "SORT_CHUNK", 2)
     paced = queue_view.queue_rows(small_cluster, snap, wanted, pause=lambda: None)
     assert [r.job.id for r in paced] == [r.job.id for r in plain]
+
+
+@pytest.mark.parametrize("pane_class", [GpusPane, SlaPane])
+def test_the_gpus_and_sla_views_compute_in_steps_to_the_same_model(
+    pane_class: type[GpusPane] | type[SlaPane], small_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPUs and SLA views pause between their steps as the Queue view does (here every job or
+    node: the fixture stands for 10,000 nodes), and show the same as computed in one go."""
+    monkeypatch.setattr(pacing, "STEP", 1)
+    snap = small_cluster.snapshot()
+    whole = pane_class().compute(PaneContext((ClusterItem(0, small_cluster, snap),), None, "", False), False)
+    calls: list[int] = []
+    ctx = PaneContext((ClusterItem(0, small_cluster, snap),), None, "", False, lambda: calls.append(1))
+    stepped = pane_class().compute(ctx, False)
+    assert stepped == whole
+    assert len(calls) > len(snap.nodes if pane_class is GpusPane else snap.jobs)

@@ -16,7 +16,7 @@ from textual.widget import Widget
 
 from gpuq.model import Snapshot
 from gpuq.service import Cluster
-from gpuq.tui.gate import no_pause
+from gpuq.views.pacing import no_pause
 
 __all__ = ["ClusterItem", "Pane", "PaneContext", "Selection"]
 

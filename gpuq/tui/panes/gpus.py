@@ -115,10 +115,14 @@ class GpusPane(Pane, can_focus=True):
         needle = ctx.filter.lower()
         rows: list[GridRow] = []
         every = []
+        pause = ctx.pause
         for item in ctx.items:
-            found = grid_rows(gpu_grid(item.snapshot))
+            grid = gpu_grid(item.snapshot)
+            pause()
+            found = grid_rows(grid, pause)
             every.extend(found)
             rows.extend((item.index, r) for r in found if not needle or grid_matches(r, needle))
+            pause()
         totals, pools = occupancy(every)
         host, host_index = _host_view(host_gpus(), ctx) if params is not False else (None, None)
         host_node = None
@@ -126,6 +130,7 @@ class GpusPane(Pane, can_focus=True):
             short = host.host.split(".", 1)[0]
             host_node = next((r.node for i, r in rows if i == host_index and r.node.split(".", 1)[0] == short), None)
         unplaced = any(c.job_id is not None and c.text != c.job_id for _, r in rows for c in r.cells)
+        pause()
         return GpusModel(rows, totals, pools, len(every), ctx.combined, needle, host, host_node, unplaced,
                          tenant_legend(r for _, r in rows), grid_widths(r for _, r in rows))  # fmt: skip
 

@@ -197,7 +197,8 @@ class SlaPane(Pane):
         total = 0
         for item in ctx.items:
             view = sla_view(item.cluster, item.snapshot)
-            waits = class_waits(item.snapshot)
+            ctx.pause()
+            waits = class_waits(item.snapshot, pause=ctx.pause)
             total += len(view.rows)
             for row in view.rows:
                 if needle and needle not in row.name.lower() and needle not in item.snapshot.cluster.lower():
