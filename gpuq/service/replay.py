@@ -27,7 +27,7 @@ from gpuq.replay.model import CheckpointModel, ClassStats, ReplayConfig, ReplayR
 from gpuq.replay.prepare import Prepared, prepare
 from gpuq.replay.run import NO_PREEMPTION, ReplayEvent, replay_prepared
 from gpuq.service.tracing import open_trace
-from gpuq.service.tuning import parse_shape, resolve_policy
+from gpuq.service.tuning import parse_shape, parse_strategy, resolve_policy
 from gpuq.textsafe import visible
 
 __all__ = [
@@ -85,11 +85,7 @@ def _base(request: ReplayRequest) -> tuple[ReplayConfig, str]:
         raise BadInput("give --no-preemption or --compare, not both (--compare includes a replay without preemption)")
     policy, source = _policy(request)
     nodes, gpus = parse_shape(request.shape)
-    strategy: Mode | None = None
-    if request.strategy is not None:
-        if request.strategy not in {m.value for m in Mode}:
-            raise BadInput(f"--strategy {visible(request.strategy)!r}: one of {', '.join(m.value for m in Mode)}")
-        strategy = Mode(request.strategy)
+    strategy = parse_strategy(request.strategy)
     checkpoint = CheckpointModel(save_cost_s=request.checkpoint_cost_s, restore_cost_s=request.restore_cost_s,
                                  interval_s=request.checkpoint_interval_s)  # fmt: skip
     config = ReplayConfig(policy=policy, nodes=nodes, gpus_per_node=gpus, strategy=strategy,

@@ -42,6 +42,7 @@ __all__ = [
     "TuneReport",
     "TuneRequest",
     "parse_shape",
+    "parse_strategy",
     "resolve_policy",
     "run_task",
     "tune",
@@ -68,6 +69,15 @@ def parse_shape(text: str | None) -> tuple[int, int]:
     if not (1 <= nodes <= _MAX_NODES and 1 <= gpus <= _MAX_GPUS_PER_NODE):
         raise BadInput(f"--cluster-shape {visible(text)}: 1 to {_MAX_NODES:,} nodes of 1 to {_MAX_GPUS_PER_NODE} GPUs")
     return nodes, gpus
+
+
+def parse_strategy(text: str | None) -> Mode | None:
+    """``--strategy``: a preemption mode; None: the policy's own."""
+    if text is None:
+        return None
+    if text not in {m.value for m in Mode}:
+        raise BadInput(f"--strategy '{visible(text)}': one of {', '.join(m.value for m in Mode)}")
+    return Mode(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +146,8 @@ def _policy(request: TuneRequest) -> tuple[Policy, str]:
 def _base(request: TuneRequest) -> tuple[ReplayConfig, str]:
     policy, source = _policy(request)
     nodes, gpus = parse_shape(request.shape)
-    strategy: Mode | None = None
-    if request.strategy is not None:
-        if request.strategy not in {m.value for m in Mode}:
-            raise BadInput(f"--strategy '{visible(request.strategy)}': one of {', '.join(m.value for m in Mode)}")
-        strategy = Mode(request.strategy)
+    strategy = parse_strategy(request.strategy)
+    if strategy is not None:
         policy = replace(policy, mode=strategy)
     return ReplayConfig(policy=policy, nodes=nodes, gpus_per_node=gpus, strategy=strategy, seed=request.seed), source
 
