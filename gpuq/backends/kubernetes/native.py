@@ -233,9 +233,7 @@ class NativePreview:
             with state.lock:
                 if state.store("nodes").denied:
                     return
-                self._nodes.get(state.store("nodes"))
-                infos = self.pods(state.store("pods"))
-                pdbs = self._pdbs.get(state.store("pdbs"))
+                _, infos, pdbs = self._converted()
             if pdbs:
                 budgets = self._budgets_for(pdbs, infos)
                 noted = self._noted
@@ -246,6 +244,12 @@ class NativePreview:
                     for info in infos:
                         note(info)
                 self._noted = (infos, budgets)
+
+    def _converted(self) -> tuple[list[NodeInfo], list[PodInfo], list[PdbInfo]]:
+        """The nodes, pods and budgets as `default_preemption` reads them (under the state's lock)."""
+        state = self.state
+        return (self._nodes.get(state.store("nodes")), self.pods(state.store("pods")),
+                self._pdbs.get(state.store("pdbs")))  # fmt: skip
 
     def _budgets_for(self, pdbs: list[PdbInfo], infos: list[PodInfo]) -> Budgets:
         """The budgets' index and memo, kept while the budgets stay the same."""
@@ -271,9 +275,7 @@ class NativePreview:
                                                     "predicted",))  # fmt: skip
                 classes = list(state.store("priorityclasses").items.values())
                 preemptor = _preemptor(request, pods.get(request.job_id or ""), classes)
-                nodes = self._nodes.get(state.store("nodes"))
-                infos = self.pods(state.store("pods"))
-                pdbs = self._pdbs.get(state.store("pdbs"))
+                nodes, infos, pdbs = self._converted()
             budgets = self._budgets_for(pdbs, infos)
             with gc_paused():  # (a few hundred thousand short-lived objects, none in a cycle)
                 return default_preemption(preemptor, nodes, infos, pdbs, scheduler_minor=minor,
