@@ -422,6 +422,8 @@ async def test_the_job_changed_underneath_is_notified_and_nothing_is_done(
         other.prepare_preempt(job.id, mode=Mode.REQUEUE, reason="someone else").confirm()
         await push(pilot, "#action-confirm")
         await closed(pilot)
+        # (the refusal is posted from the apply worker's result, after the modal closes)
+        await wait_for(pilot, lambda: any(n[0] == "the job changed underneath" for n in notes(app)))
         failed = [n for n in notes(app) if n[0] == "the job changed underneath"]
         assert failed and failed[0][2] == "error"
         assert failed[0][1].startswith(f"the job changed underneath: job {job.id} changed since the bump was prepared")
@@ -449,6 +451,7 @@ async def test_permission_denied_is_notified(demo_cluster: Cluster, console: Con
         fill(screen, value="4242")
         screen.query_one("#action-prepare", Button).press()
         await closed(pilot)
+        await wait_for(pilot, lambda: any(n[0] == "bump: permission denied" for n in notes(app)))
         denied = [n for n in notes(app) if n[0] == "bump: permission denied"]
         assert denied and "is not writable (Read-only file system); nothing was done" in denied[0][1]
         assert [(r["result"], r["exit_code"]) for r in records(demo_cluster)] == [("error", 4)]
@@ -471,6 +474,6 @@ async def test_a_crash_while_applying_is_a_notification_not_a_traceback(
         pending = await prepare(pilot, screen)
         await push(pilot, "#action-confirm")
         await closed(pilot)
-        assert ("bump failed (a gpuq bug: RuntimeError)", "boom", "error") in notes(app)
+        await wait_for(pilot, lambda: ("bump failed (a gpuq bug: RuntimeError)", "boom", "error") in notes(app))
         assert ended(demo_cluster, pending) == [("intent", "pending"), ("outcome", "error")]
     assert app.return_code in (None, 0)
