@@ -283,9 +283,12 @@ async def test_a_replay_shows_no_live_host_gpus(tmp_path: Path, nvml: list[FakeN
 
     nvml[0] = FakeNvml([h100(0, utilisation_pct=50)])
     directory = tmp_path / "incident"
-    recording = make_app(ConsoleSetup([demo_cluster], ConsoleSettings(), clock, recorder=open_recorder(directory)))
+    recorder = open_recorder(directory)
+    recording = make_app(ConsoleSetup([demo_cluster], ConsoleSettings(), clock, recorder=recorder))
     async with recording.run_test(size=(80, 24)) as pilot:
         await loaded(pilot)
+        # (the read worker shows the snapshot first and records it after)
+        await wait_for(pilot, lambda: recorder.bytes_written > 0)
     nvml[0] = FakeNvml([h100(0, utilisation_pct=50)])  # a fresh count of NVML calls
     app = make_app(console_setup(Config(), replay=str(directory), clock=clock))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Static
@@ -132,14 +133,22 @@ async def test_recording_that_fails_stops_and_says_so_once(tmp_path: Path, demo_
     app = make_app(ConsoleSetup([demo_cluster], ConsoleSettings(), clock, recorder=recorder))
     async with app.run_test(size=(120, 30)) as pilot:
         await loaded(pilot)
+        await wait_for(pilot, lambda: recorder.bytes_written > 0)  # (recorded after it is shown)
         from gpuq.backends.recording import writer
 
         monkeypatch.setattr(writer, "_write_all", full)  # every frame from here meets a full disk
-        for _ in range(3):
+
+        def said() -> list[Any]:
+            return [n for n in app._notifications if n.message.startswith("recording stopped")]
+
+        clock.now += 5
+        app.action_refresh_now()
+        await wait_for(pilot, said)
+        for _ in range(2):  # later reads are not recorded, and it is not said again
             clock.now += 5
             app.action_refresh_now()
             await pilot.pause(0.2)
-        stopped = [n for n in app._notifications if n.message.startswith("recording stopped")]
+        stopped = said()
         assert len(stopped) == 1 and "No space left on device" in stopped[0].message
         assert "REC stopped" in str(app.query_one("#status", Static).render())
         assert app.snapshots[0] is not None  # the console goes on
