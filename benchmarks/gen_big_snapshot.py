@@ -10,6 +10,7 @@ import argparse
 import json
 import random
 import sys
+from pathlib import Path
 
 from gpuq.timefmt import format_time
 
@@ -69,6 +70,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--jobs", type=int, default=200_000)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # (benchmarks/out/ is not committed)
     with open(args.out, "w") as stream:
         json.dump(generate(args.nodes, args.jobs, args.seed), stream, separators=(",", ":"))
 
