@@ -141,6 +141,8 @@ class ViewTable(ScrollView, can_focus=True):
         self._widths: dict[str, int] = {}
         self._shown: list[tuple[Column, int]] = []
         self._laid_out_for = -1
+        #: (width, top row, height) whose rows `_ensure_layout` last measured
+        self._checked: tuple[int, int, int] | None = None
         self.cursor = 0
         self.selected: set[str] = set()
         self.hidden: tuple[str, ...] = ()
@@ -262,10 +264,18 @@ class ViewTable(ScrollView, can_focus=True):
         return column.name
 
     def _ensure_layout(self) -> None:
+        """Lay out again when the width changed or a row scrolled into view needs a wider column.
+        Called for every line drawn, so the rows on screen are measured once per position, not
+        once per line (a frame of 60 lines would measure every cell 60 times)."""
         available = self.scrollable_content_region.width or self.size.width
+        seen = (available, int(self.scroll_y), self.size.height)
         if available != self._laid_out_for:
             self._layout()
+            self._checked = seen
             return
+        if seen == self._checked:
+            return
+        self._checked = seen
         # a row scrolled into view may need a wider column than any before it
         names = [c.name for c in self._data.spec.columns]
         for index in self._visible_range():
