@@ -9,6 +9,7 @@ their view models in a worker too (`Pane.compute`) and only render on the UI thr
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,7 +21,6 @@ from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Vertical
-from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Input, Static
@@ -38,6 +38,7 @@ from gpuq.tui.panes.base import ClusterItem, Pane, PaneContext, Selection
 from gpuq.tui.refresh import RefreshState
 from gpuq.tui.replay_controls import ReplayControls
 from gpuq.tui.replaying import ReplayClock, scrubber_line
+from gpuq.tui.widgets.bar import Bar
 from gpuq.tui.widgets.footer import ConsoleFooter
 from gpuq.tui.widgets.table import ViewTable
 
@@ -81,8 +82,14 @@ class GpuqConsole(ReplayControls, App[None]):
 
     def __init__(self, clusters: Sequence[Cluster], settings: ConsoleSettings | None = None, *,
                  clock: Clock = time.time, themes: Mapping[str, Any] | None = None,
-                 recorder: Recorder | None = None, replay: Replay | None = None) -> None:  # fmt: skip
+                 recorder: Recorder | None = None, replay: Replay | None = None,
+                 freeze_startup: bool = False) -> None:  # fmt: skip
+        """`freeze_startup`: once the first frame is out, keep every object made so far (modules,
+        widgets, styles) out of the cyclic collector's scans (`gc.freeze`), so that its full
+        collections, which hold up every thread, cost half as much. For the process that runs one
+        console for hours (`gpuq tui`), not for a test run that makes hundreds."""
         super().__init__()
+        self.freeze_startup = freeze_startup
         if not clusters:
             raise GpuqError("no cluster to show")
         self.clusters = list(clusters)
@@ -128,37 +135,21 @@ class GpuqConsole(ReplayControls, App[None]):
 
     # -- layout
 
-    def _note_input_at_the_driver(self) -> None:
-        """Note each key or mouse event in the driver's input thread, as it is handed over:
-        the computing worker then steps aside while the UI thread is still waking up for it.
-        (`Driver.send_message` is where every driver's input ends; `on_event` notes it too.)"""
-        driver = self._driver
-        if driver is None:
-            return
-        send, note = driver.send_message, self.gate.note_input
-
-        def send_message(message: Message) -> None:
-            if isinstance(message, events.InputEvent):
-                note()
-            send(message)
-
-        driver.send_message = send_message  # type: ignore[method-assign]
-
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.InputEvent):  # (a key or the mouse: workers step aside)
             self.gate.note_input()
         await super().on_event(event)
 
     def compose(self) -> ComposeResult:
-        yield Static(id="status")
-        yield Static(id="banner")
+        yield Bar(id="status")
+        yield Bar(id="banner")
         with ContentSwitcher(initial=f"pane-{self.view_id}", id="panes"):
             for cls in pane_classes():
                 yield cls()
         with Vertical(id="prompt-box"):
             yield Input(id="prompt")
         if self.replay is not None:
-            yield Static(id="scrubber")
+            yield Bar(id="scrubber")
         yield ConsoleFooter()
 
     @property
@@ -167,7 +158,10 @@ class GpuqConsole(ReplayControls, App[None]):
 
     def on_mount(self) -> None:
         self._started = True
-        self._note_input_at_the_driver()
+        if self._driver is not None:
+            self.gate.watch(self._driver)
+        if self.freeze_startup:
+            self.call_after_refresh(gc.freeze)
         self.query_one("#banner").display = False
         self.query_one("#prompt-box").display = False
         self.set_interval(0.25, self._tick)
@@ -333,11 +327,11 @@ class GpuqConsole(ReplayControls, App[None]):
             line += f" · filter /{visible(self.filter_text)}"
         if status:
             line += f" · {status}"
-        self.query_one("#status", Static).update(_plain(line))
+        self.query_one("#status", Bar).show(line)
         if self.replay_clock is not None:
             width = self.size.width or 80
-            self.query_one("#scrubber", Static).update(_plain(scrubber_line(self.replay_clock, width)))
-        banner = self.query_one("#banner", Static)
+            self.query_one("#scrubber", Bar).show(scrubber_line(self.replay_clock, width))
+        banner = self.query_one("#banner", Bar)
         stale = [(i, s) for i, s in enumerate(self.refreshes) if s.stale and self.scope in (-1, i)]
         if stale:
             parts = []
@@ -347,7 +341,7 @@ class GpuqConsole(ReplayControls, App[None]):
                 what = "no data yet" if self.snapshots[i] is None else f"stale since {since}"
                 parts.append(f"{visible(self.clusters[i].label)}: {what}: {visible(s.error or '')} "
                              f"(retrying in {format_duration(s.retry_in(now))})")  # fmt: skip
-            banner.update(_plain(" · ".join(parts)))
+            banner.show(" · ".join(parts))
             banner.display = True
         else:
             banner.display = False
@@ -597,16 +591,16 @@ def _plain(text: str) -> Any:
     return Text(text)
 
 
-def make_app(setup: ConsoleSetup) -> GpuqConsole:
+def make_app(setup: ConsoleSetup, *, freeze_startup: bool = False) -> GpuqConsole:
     """The console, with the built-in and user themes loaded: the one factory for `gpuq tui` and
-    the tests."""
+    the tests (`freeze_startup`: see `GpuqConsole`)."""
     from gpuq.tui.themes import load_themes
 
     themes, warnings = load_themes()
     if setup.settings.theme not in themes:
         raise BadInput(f"no theme {setup.settings.theme!r} (themes: {', '.join(sorted(themes))})")
     app = GpuqConsole(setup.clusters, setup.settings, clock=setup.clock, themes=themes, recorder=setup.recorder,
-                      replay=setup.replay)  # fmt: skip
+                      replay=setup.replay, freeze_startup=freeze_startup)  # fmt: skip
     for note in setup.replay.notes if setup.replay is not None else ():
         warnings.append(note)
     for warning in warnings:

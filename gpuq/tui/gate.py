@@ -14,6 +14,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
+
+from textual import events
 
 __all__ = ["HOLD_S", "InputGate"]
 
@@ -39,6 +42,19 @@ class InputGate:
         """An input event arrived (UI thread)."""
         self._until = self._clock() + self.hold_s
         self._inputs += 1
+
+    def watch(self, driver: Any) -> None:
+        """Note each key or mouse event in `driver`'s input thread, as it is handed over: the
+        computing worker then steps aside while the UI thread is still waking up for it.
+        (`Driver.send_message` is where every driver's input ends; the app notes it too.)"""
+        send, note = driver.send_message, self.note_input
+
+        def send_message(message: Any) -> None:
+            if isinstance(message, events.InputEvent):
+                note()
+            send(message)
+
+        driver.send_message = send_message
 
     def pause(self) -> None:
         """Sleep while the UI thread has recent input (worker thread, between steps)."""

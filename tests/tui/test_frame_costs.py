@@ -1,0 +1,130 @@
+"""What a frame costs the UI thread: the bars repaint only when their text changed and lay the
+screen out only when their height may change; the table measures the rows on screen once per
+position, not once per line it draws."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import App, ComposeResult
+
+from gpuq.tui.widgets import table as table_module
+from gpuq.tui.widgets.bar import Bar
+from gpuq.tui.widgets.table import TableData, ViewTable
+from gpuq.views.columns import Column, Kind, TableSpec
+from tests.tui.backends import flaky_cluster
+from tests.tui.conftest import SMALL, ConsoleFactory, loaded
+
+SPEC = TableSpec("test", (Column("ID", Kind.ID), Column("NAME", Kind.TEXT, rank=1)))
+
+
+class _Updates:
+    """Bar.update's calls: (text, layout)."""
+
+    def __init__(self, bar: Bar) -> None:
+        self.calls: list[tuple[str, bool]] = []
+        update = bar.update
+
+        def counted(content: Any = "", *, layout: bool = True) -> None:
+            self.calls.append((str(content), layout))
+            update(content, layout=layout)
+
+        bar.update = counted  # type: ignore[method-assign]
+
+
+async def test_the_status_bar_repaints_only_what_changed_and_lays_out_only_when_it_wraps(
+    console: ConsoleFactory,
+) -> None:
+    cluster, _ = flaky_cluster(SMALL)
+    app = console([cluster])
+    async with app.run_test(size=(200, 24)) as pilot:
+        await loaded(pilot)
+        await pilot.pause()
+        status = app.query_one("#status", Bar)
+        updates = _Updates(status)
+        app._paint_status()
+        app._paint_status()
+        assert updates.calls == []  # the same line: nothing to draw, no layout
+        app.filter_text = "x"
+        app._paint_status()
+        assert len(updates.calls) == 1 and updates.calls[0][1] is False  # still one line: no layout
+        assert "filter /x" in updates.calls[0][0] and status.size.height == 1
+        app.filter_text = "a-long-filter-" * 14  # the line no longer fits in 200 columns
+        app._paint_status()
+        await pilot.pause()
+        assert updates.calls[-1][1] is True and status.size.height == 2
+        app.filter_text = "a-long-filter-" * 14 + "y"  # another text on the same two lines
+        app._paint_status()
+        assert updates.calls[-1][1] is False and "filter-y" in updates.calls[-1][0]
+        app.filter_text = ""
+        app._paint_status()
+        await pilot.pause()
+        assert updates.calls[-1][1] is True and status.size.height == 1  # and back
+
+
+class _TableApp(App[None]):
+    def __init__(self, names: list[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def compose(self) -> ComposeResult:
+        yield ViewTable(SPEC, id="t")
+
+    def on_mount(self) -> None:
+        rows = list(enumerate(self.names))
+        data = TableData(SPEC, rows, lambda r: (str(r[0]), r[1]), lambda r: str(r[0]))
+        self.query_one(ViewTable).set_data(data)
+
+
+async def test_a_frame_measures_each_row_on_screen_once(monkeypatch: Any) -> None:
+    measured: list[str] = []
+    real = table_module.cell_width
+
+    def counted(text: str) -> int:
+        measured.append(text)
+        return real(text)
+
+    names = [f"job-{i}" for i in range(200)]
+    names[150] = "a-much-longer-name-than-the-others"
+    app = _TableApp(names)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        table = app.query_one(ViewTable)
+        width_before = dict(table._shown)[SPEC.columns[1]]
+        monkeypatch.setattr(table_module, "cell_width", counted)
+        cells = (table.size.height - 1) * len(SPEC.columns)
+
+        def frame() -> int:
+            del measured[:]
+            for y in range(table.size.height):
+                table.render_line(y)
+            return len(measured)
+
+        # each cell is measured as it is drawn, and the rows on screen once more when they came
+        # into view; it was every cell once per line drawn as well: 19 times here
+        assert frame() <= 2 * cells and frame() <= 2 * cells
+        # a row scrolled into view that needs a wider column still widens it
+        table.scroll_to(y=140, animate=False, immediate=True)
+        await pilot.pause()
+        assert frame() <= 2 * cells
+        assert dict(table._shown)[SPEC.columns[1]] == len(names[150]) > width_before
+
+
+async def test_gpuq_tui_freezes_its_start_up_objects_once_and_tests_do_not(monkeypatch: Any, clock: Any) -> None:
+    """`gc.freeze` once the first frame is out, for the console `gpuq tui` runs; a console made
+    without `freeze_startup` (every test's) leaves the collector alone."""
+    import gc
+
+    from gpuq.tui.app import ConsoleSettings, make_app
+    from gpuq.tui.options import ConsoleSetup
+
+    frozen: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
+    for freeze, expected in ((True, [1]), (False, [])):
+        frozen.clear()
+        cluster, _ = flaky_cluster(SMALL)
+        app = make_app(ConsoleSetup([cluster], ConsoleSettings(), clock), freeze_startup=freeze)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(pilot)
+            await pilot.pause()
+        assert frozen == expected
