@@ -14,9 +14,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual import events
+
+if TYPE_CHECKING:
+    from textual.driver import Driver
+    from textual.message import Message
 
 __all__ = ["HOLD_S", "InputGate"]
 
@@ -43,18 +47,18 @@ class InputGate:
         self._until = self._clock() + self.hold_s
         self._inputs += 1
 
-    def watch(self, driver: Any) -> None:
+    def watch(self, driver: Driver) -> None:
         """Note each key or mouse event in `driver`'s input thread, as it is handed over: the
         computing worker then steps aside while the UI thread is still waking up for it.
         (`Driver.send_message` is where every driver's input ends; the app notes it too.)"""
         send, note = driver.send_message, self.note_input
 
-        def send_message(message: Any) -> None:
+        def send_message(message: Message) -> None:
             if isinstance(message, events.InputEvent):
                 note()
             send(message)
 
-        driver.send_message = send_message
+        driver.send_message = send_message  # type: ignore[method-assign]
 
     def pause(self) -> None:
         """Sleep while the UI thread has recent input (worker thread, between steps)."""
