@@ -75,10 +75,10 @@ async def test_filter_and_escape(small_cluster: Cluster, console: ConsoleFactory
         await loaded(pilot)
         table = queue_table(app)
         everyone = table.row_count
-        user = table.data.rows[0][2].job.user
+        user = table.data.rows[0].item.job.user
         await pilot.press("slash", *user, "enter")
         await wait_for(pilot, lambda: table.row_count < everyone)
-        assert all(user in (r[2].job.user + r[2].job.name + r[2].job.id) for r in table.data.rows)
+        assert all(user in (r.item.job.user + r.item.job.name + r.item.job.id) for r in table.data.rows)
         assert f"filter /{user}" in status(app)
         assert f"of {everyone} jobs" in status(app)
         await pilot.press("escape")
@@ -178,7 +178,7 @@ async def test_clusters_switch_and_combine(console: ConsoleFactory) -> None:
         await wait_for(pilot, lambda: table.row_count == 2 * one)
         assert "[all]" in status(app)
         assert lines(table)[0].split()[:2] == ["CLUSTER", "ID"]
-        assert {r[1] for r in table.data.rows} == {"alpha", "beta"}
+        assert {r.cluster for r in table.data.rows} == {"alpha", "beta"}
         # every job id appears once per cluster; the keys tell them apart
         assert len({table.data.key(r) for r in table.data.rows}) == 2 * one
         await pilot.press("colon", *"cluster beta", "enter")
@@ -210,7 +210,7 @@ async def test_narrow_terminal_drops_columns_never_cuts_ids(small_cluster: Clust
     async with app.run_test(size=(60, 24)) as pilot:
         await loaded(pilot)
         table = queue_table(app)
-        ids = [r[2].job.id for r in table.data.rows]
+        ids = [r.item.job.id for r in table.data.rows]
         shown = lines(table)
         assert [line.split()[0] for line in shown[1 : 1 + len(ids)]] == ids
         assert all(len(line) <= 60 for line in shown)

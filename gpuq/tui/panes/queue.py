@@ -8,6 +8,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any, ClassVar
 
+import msgspec
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -22,9 +23,20 @@ from gpuq.views.queuecells import POD_MARK, SORT_BY_COLUMN, group_cells, group_t
 
 __all__ = ["QueuePane", "QueueParams"]
 
-#: a combined view's row: the cluster's index and name with the queue row (or, grouped by
-#: owner, an owner's line) and the snapshot's time
-Row = tuple[int, str, QueueRow | GroupRow, float]
+
+class Row(msgspec.Struct, frozen=True, gc=False):
+    """A combined view's row: the cluster's index and name with the queue row (or, grouped by
+    owner, an owner's line) and the snapshot's time. A compute makes one per job, 200,000 on a
+    large cluster: as tuples they set off a young collection every 700 of them, which stops the
+    UI thread too; this struct is not tracked by the cyclic collector (nothing it holds refers
+    back to it)."""
+
+    index: int
+    cluster: str
+    item: QueueRow | GroupRow
+    now: float
+
+
 #: rows no longer shown are freed in a worker above this many (fewer are freed in no time)
 FREE_AFTER = 5_000
 
@@ -100,11 +112,11 @@ class QueuePane(Pane):
                 pause()
             name, now = item.snapshot.cluster, item.snapshot.now
             for start in range(0, len(found), _STEP):
-                rows.extend(zip(repeat(item.index), repeat(name), found[start : start + _STEP], repeat(now)))
+                rows.extend(map(Row, repeat(item.index), repeat(name), found[start : start + _STEP], repeat(now)))
                 pause()
         if len(ctx.items) > 1:  # one order over every cluster's rows
-            queue: list[QueueRow] = [r[2] for r in rows]  # type: ignore[misc]  # (no groups yet)
-            by_row = {id(r[2]): r for r in rows}
+            queue: list[QueueRow] = [r.item for r in rows]  # type: ignore[misc]  # (no groups yet)
+            by_row = {id(r.item): r for r in rows}
             sort_rows(queue, keys, pause=pause)
             rows = [by_row[id(q)] for q in queue]
         pods: frozenset[int] = frozenset()
@@ -128,16 +140,16 @@ class QueuePane(Pane):
         pods = model.pods
 
         def cells(row: Row) -> Sequence[str]:
-            item = row[2]
+            item = row.item
             if isinstance(item, GroupRow):
-                return group_cells(item, row[1])[offset:]
-            found = queue_cells(item, row[3], row[1])
+                return group_cells(item, row.cluster)[offset:]
+            found = queue_cells(item, row.now, row.cluster)
             if id(row) in pods:
                 found = (found[0], POD_MARK + found[1], *found[2:])
             return found[offset:]
 
         def tones(row: Row) -> Sequence[str | None]:
-            item = row[2]
+            item = row.item
             return (None, *(group_tones(item) if isinstance(item, GroupRow) else queue_tones(item)))[offset:]
 
         previous, self._model = self._model, model
@@ -157,9 +169,9 @@ class QueuePane(Pane):
 
     def selection(self) -> Selection | None:
         row = self.table.cursor_row()
-        if row is None or isinstance(row[2], GroupRow):  # (an owner's line is no job to act on)
+        if row is None or isinstance(row.item, GroupRow):  # (an owner's line is no job to act on)
             return None
-        return Selection(row[0], row[2].job.id)
+        return Selection(row.index, row.item.job.id)
 
     def action_toggle_group(self) -> None:
         current = self._params
@@ -187,8 +199,8 @@ class QueuePane(Pane):
 
 
 def _key(row: Row) -> str:
-    item = row[2]
-    return f"{row[0]}/owner:{item.owner}" if isinstance(item, GroupRow) else f"{row[0]}/{item.job.id}"
+    item = row.item
+    return f"{row.index}/owner:{item.owner}" if isinstance(item, GroupRow) else f"{row.index}/{item.job.id}"
 
 
 def _grouped(rows: list[Row]) -> tuple[list[Row], frozenset[int]]:
@@ -196,13 +208,13 @@ def _grouped(rows: list[Row]) -> tuple[list[Row], frozenset[int]]:
     pods: set[int] = set()
 
     def owner_of(row: Row) -> tuple[int, str] | None:
-        owner = row[2].job.owner  # type: ignore[union-attr]  # (rows are all jobs before grouping)
-        return None if owner is None else (row[0], owner)
+        owner = row.item.job.owner  # type: ignore[union-attr]  # (rows are all jobs before grouping)
+        return None if owner is None else (row.index, owner)
 
     def group_of(owner: Any, members: list[Row]) -> Row:
         pods.update(id(p) for p in members)
         first = members[0]
-        return (first[0], first[1], GroupRow.of(owner[1], [p[2] for p in members]), first[3])  # type: ignore[misc]
+        return Row(first.index, first.cluster, GroupRow.of(owner[1], [p.item for p in members]), first.now)  # type: ignore[misc]
 
     return group_items(rows, owner_of, group_of), frozenset(pods)
 
