@@ -107,6 +107,46 @@ async def test_a_frame_measures_each_row_on_screen_once(monkeypatch: Any) -> Non
         assert dict(table._shown)[SPEC.columns[1]] == len(names[150]) > width_before
 
 
+async def test_scrolling_by_a_row_draws_one_new_line_and_hands_back_the_others(monkeypatch: Any) -> None:
+    """Each line drawn is kept per row (and width, selection, cursor, focus): scrolling by one row
+    builds the one row that came into view, and Textual gets the same strips for the rest (whose
+    crops and filters it keeps on them). A change of selection or cursor draws those rows again."""
+    app = _TableApp([f"job-{i}" for i in range(200)])
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        table = app.query_one(ViewTable)
+        built: list[int] = []
+        real = table._row_strip
+
+        def counted(index: int, *args: Any) -> Any:
+            built.append(index)
+            return real(index, *args)
+
+        monkeypatch.setattr(table, "_row_strip", counted)
+        page = table.size.height - 1
+
+        def frame() -> list[Any]:
+            return [table.render_line(y) for y in range(1, table.size.height)]
+
+        first = frame()
+        assert built == []  # (drawn once already, when the app painted)
+        table.scroll_to(y=1, animate=False, immediate=True)
+        await pilot.pause()
+        built.clear()
+        second = frame()
+        assert built == [] or built == [page]  # at most the row that came into view
+        assert second[:-1] == first[1:] and all(a is b for a, b in zip(second[:-1], first[1:], strict=True))
+        table.selected.add("5")
+        built.clear()
+        frame()
+        assert built == [5]  # its key is now selected: drawn again, the others kept
+        built.clear()
+        table.action_cursor(3)  # from row 0, above the screen now, to row 3
+        await pilot.pause()
+        frame()
+        assert set(built) == {3}
+
+
 async def test_gpuq_tui_freezes_its_start_up_objects_once_and_tests_do_not(monkeypatch: Any, clock: Any) -> None:
     """`gc.freeze` once the first frame is out, for the console `gpuq tui` runs; a console made
     without `freeze_startup` (every test's) leaves the collector alone."""

@@ -44,6 +44,8 @@ Tones = tuple[str | None, ...]
 GAP = 2
 #: free text is not made narrower than this; narrower, the column is dropped instead
 TEXT_MIN = 12
+#: drawn lines kept (a few screens' worth); past it the memo starts again
+STRIP_MEMO = 512
 #: the style names a view may give a cell (each a component class, styled by the theme)
 STYLE_NAMES = (
     "pending", "running", "suspended", "finished", "ok", "risk", "breach", "muted", "stale", "down", "idle",
@@ -151,6 +153,11 @@ class ViewTable(ScrollView, can_focus=True):
         self.sortable = tuple(sortable)
         self._cursor_key: str | None = None
         self._styles: dict[str, Style] = {}
+        #: the widget's own style, blended once (Textual walks the ancestors for it)
+        self._base: Style | None = None
+        #: drawn lines by (row, width, selected, under the cursor, focused): scrolling by a row
+        #: draws one new line and hands Textual the same strips, whose crops it has cached
+        self._strips: dict[tuple[int, int, bool, bool, bool], Strip] = {}
 
     # -- data
 
@@ -173,7 +180,7 @@ class ViewTable(ScrollView, can_focus=True):
     def set_data(self, data: TableData[Any]) -> None:
         """Show new rows, keeping the cursor on the same key (the nearest row if it is gone)."""
         old_key, old_cursor = self._cursor_key, self.cursor
-        self._data, self._cache = data, {}
+        self._data, self._cache, self._strips = data, {}, {}
         self._widths = {}
         self._laid_out_for = -1
         rows = data.rows
@@ -256,6 +263,7 @@ class ViewTable(ScrollView, can_focus=True):
             shown.append((column, width))
         self._shown = shown
         self._laid_out_for = available
+        self._strips = {}
 
     def _header_text(self, column: Column) -> str:
         data = self._data
@@ -295,12 +303,14 @@ class ViewTable(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles = {}
+        self._styles, self._base, self._strips = {}, None, {}
 
     def render_line(self, y: int) -> Strip:
         self._ensure_layout()
         width = self.scrollable_content_region.width or self.size.width
-        base = self.rich_style
+        base = self._base
+        if base is None:
+            base = self._base = self.rich_style
         if y == 0:
             return self._header_strip(width, base)
         if not self.row_count:
@@ -310,14 +320,24 @@ class ViewTable(ScrollView, can_focus=True):
         index = int(self.scroll_y) + y - 1
         if index >= self.row_count:
             return Strip.blank(width, base)
+        selected = self._data.key(self._data.rows[index]) in self.selected
+        under = index == self.cursor
+        memo = (index, width, selected, under, under and self.has_focus)
+        strip = self._strips.get(memo)
+        if strip is None:
+            if len(self._strips) > STRIP_MEMO:
+                self._strips.clear()
+            strip = self._strips[memo] = self._row_strip(index, width, base, selected, under)
+        return strip
+
+    def _row_strip(self, index: int, width: int, base: Style, selected: bool, under: bool) -> Strip:
         cells, tones = self._row(index)
         row_style = base
-        key = self._data.key(self._data.rows[index])
-        if key in self.selected:
+        if selected:
             row_style = row_style + self._style("selected")
-        if index == self.cursor and self.has_focus:
+        if under and self.has_focus:
             row_style = row_style + self._style("cursor")
-        elif index == self.cursor:
+        elif under:
             row_style = row_style + self._style("selected")
         segments: list[Segment] = []
         names = self._data.spec.names
@@ -327,7 +347,7 @@ class ViewTable(ScrollView, can_focus=True):
             text = _fit(text, w, column)
             tone = tones[i] if i < len(tones) else None
             style = row_style + self._style(tone) if tone else row_style
-            if index == self.cursor:
+            if under:
                 style = style + self._style("cursor") if self.has_focus else style
             if n:
                 segments.append(Segment(" " * GAP, row_style))
