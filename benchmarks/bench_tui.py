@@ -299,9 +299,9 @@ class Clock:
 
 
 def console(cluster: Cluster, clock: Clock, refresh_s: float = 3600.0) -> GpuqConsole:
-    """A console whose own schedule stays out of the way (the benchmark refreshes it), its start-up
-    objects frozen as `gpuq tui` has them."""
-    return make_app(ConsoleSetup([cluster], ConsoleSettings(refresh_s=refresh_s), clock), freeze_startup=True)
+    """A console whose own schedule stays out of the way (the benchmark refreshes it), with the
+    collector set as `gpuq tui` sets it (`gpuq.tui.collector`)."""
+    return make_app(ConsoleSetup([cluster], ConsoleSettings(refresh_s=refresh_s), clock), owns_process=True)
 
 
 # -- (b) a refresh that changes 1% of the rows

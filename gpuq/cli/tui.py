@@ -51,7 +51,7 @@ def open_console(app: App, *, refresh: float | None = None, theme: str | None = 
                           seed=o.seed, speed=o.speed, refresh=refresh, theme=theme, read_only=read_only,
                           record=record, replay=replay, clock=app.injected.clock, contexts=o.contexts,
                           flags=app.kube_flags())  # fmt: skip
-    console = make_app(setup, freeze_startup=True)
+    console = make_app(setup, owns_process=True)
     if not has_terminal():
         raise BadInput("the console needs a terminal (stdin and stdout); for scripts use `gpuq overview`, "
                        "`gpuq queue -o json` and the other commands")  # fmt: skip

@@ -9,7 +9,6 @@ their view models in a worker too (`Pane.compute`) and only render on the UI thr
 
 from __future__ import annotations
 
-import gc
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,6 +29,7 @@ from gpuq.model import Snapshot
 from gpuq.service import Cluster
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration, format_time
+from gpuq.tui.collector import settle_collector
 from gpuq.tui.gate import InputGate
 from gpuq.tui.keymap import bindings
 from gpuq.tui.messages import Computed, Refreshed, RefreshFailed
@@ -83,13 +83,12 @@ class GpuqConsole(ReplayControls, App[None]):
     def __init__(self, clusters: Sequence[Cluster], settings: ConsoleSettings | None = None, *,
                  clock: Clock = time.time, themes: Mapping[str, Any] | None = None,
                  recorder: Recorder | None = None, replay: Replay | None = None,
-                 freeze_startup: bool = False) -> None:  # fmt: skip
-        """`freeze_startup`: once the first frame is out, keep every object made so far (modules,
-        widgets, styles) out of the cyclic collector's scans (`gc.freeze`), so that its full
-        collections, which hold up every thread, cost half as much. For the process that runs one
-        console for hours (`gpuq tui`), not for a test run that makes hundreds."""
+                 owns_process: bool = False) -> None:  # fmt: skip
+        """`owns_process`: this console is what the process runs, for hours (`gpuq tui`; not a
+        test run that makes hundreds): once the first frame is out, the cyclic collector is set
+        for it (`settle_collector`)."""
         super().__init__()
-        self.freeze_startup = freeze_startup
+        self.owns_process = owns_process
         if not clusters:
             raise GpuqError("no cluster to show")
         self.clusters = list(clusters)
@@ -160,8 +159,8 @@ class GpuqConsole(ReplayControls, App[None]):
         self._started = True
         if self._driver is not None:
             self.gate.watch(self._driver)
-        if self.freeze_startup:
-            self.call_after_refresh(gc.freeze)
+        if self.owns_process:
+            self.call_after_refresh(settle_collector)
         self.query_one("#banner").display = False
         self.query_one("#prompt-box").display = False
         self.set_interval(0.25, self._tick)
@@ -591,16 +590,16 @@ def _plain(text: str) -> Any:
     return Text(text)
 
 
-def make_app(setup: ConsoleSetup, *, freeze_startup: bool = False) -> GpuqConsole:
+def make_app(setup: ConsoleSetup, *, owns_process: bool = False) -> GpuqConsole:
     """The console, with the built-in and user themes loaded: the one factory for `gpuq tui` and
-    the tests (`freeze_startup`: see `GpuqConsole`)."""
+    the tests (`owns_process`: see `GpuqConsole`)."""
     from gpuq.tui.themes import load_themes
 
     themes, warnings = load_themes()
     if setup.settings.theme not in themes:
         raise BadInput(f"no theme {setup.settings.theme!r} (themes: {', '.join(sorted(themes))})")
     app = GpuqConsole(setup.clusters, setup.settings, clock=setup.clock, themes=themes, recorder=setup.recorder,
-                      replay=setup.replay, freeze_startup=freeze_startup)  # fmt: skip
+                      replay=setup.replay, owns_process=owns_process)  # fmt: skip
     for note in setup.replay.notes if setup.replay is not None else ():
         warnings.append(note)
     for warning in warnings:

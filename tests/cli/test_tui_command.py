@@ -45,7 +45,7 @@ def test_options_and_config_reach_the_console(gpuq: Runner, started: list[Any], 
     assert console.settings.refresh_s == 3.0 and console.settings.theme == "light"
     assert console.settings.read_only and console.settings.keys == {"bump": "B"}
     assert [c.backend_name for c in console.clusters] == ["snapshot"]
-    assert console.freeze_startup  # (it runs for hours: its start-up objects leave the collector's scans)
+    assert console.owns_process  # (it runs for hours: the collector is set for it)
 
 
 @pytest.mark.parametrize(

@@ -147,21 +147,34 @@ async def test_scrolling_by_a_row_draws_one_new_line_and_hands_back_the_others(m
         assert set(built) == {3}
 
 
-async def test_gpuq_tui_freezes_its_start_up_objects_once_and_tests_do_not(monkeypatch: Any, clock: Any) -> None:
-    """`gc.freeze` once the first frame is out, for the console `gpuq tui` runs; a console made
-    without `freeze_startup` (every test's) leaves the collector alone."""
+async def test_gpuq_tui_settles_the_collector_once_and_tests_do_not(monkeypatch: Any, clock: Any) -> None:
+    """Once the first frame is out, the console `gpuq tui` runs freezes its start-up objects and
+    raises the young generation's threshold (never lowers it); a console that does not own its
+    process (every test's) leaves the collector alone."""
     import gc
 
     from gpuq.tui.app import ConsoleSettings, make_app
+    from gpuq.tui.collector import YOUNG_THRESHOLD
     from gpuq.tui.options import ConsoleSetup
 
     frozen: list[int] = []
+    thresholds: list[tuple[int, ...]] = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
-    for freeze, expected in ((True, [1]), (False, [])):
+    monkeypatch.setattr(gc, "set_threshold", lambda *t: thresholds.append(t))
+    monkeypatch.setattr(gc, "get_threshold", lambda: (700, 10, 10))
+    for owns, expected in ((True, [1]), (False, [])):
         frozen.clear()
+        thresholds.clear()
         cluster, _ = flaky_cluster(SMALL)
-        app = make_app(ConsoleSetup([cluster], ConsoleSettings(), clock), freeze_startup=freeze)
+        app = make_app(ConsoleSetup([cluster], ConsoleSettings(), clock), owns_process=owns)
         async with app.run_test(size=(80, 24)) as pilot:
             await loaded(pilot)
             await pilot.pause()
         assert frozen == expected
+        assert thresholds == ([(YOUNG_THRESHOLD, 10, 10)] if owns else [])
+    monkeypatch.setattr(gc, "get_threshold", lambda: (10 * YOUNG_THRESHOLD, 10, 10))
+    from gpuq.tui.collector import settle_collector
+
+    thresholds.clear()
+    settle_collector()
+    assert thresholds == [(10 * YOUNG_THRESHOLD, 10, 10)]  # (a higher one set elsewhere stays)
