@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 STATE_NAMES = tuple(s.value for s in JobState)
+#: each state's place in `STATE_NAMES` (the console sorts 200,000 rows by it on every refresh: a
+#: lookup, not a search of the names through the enum's `value` property)
+_STATE_RANK = {state: i for i, state in enumerate(JobState)}
 
 _P, _R, _S, _CG = JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING
 _CD, _CA, _F, _PR, _TO = JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED, JobState.PREEMPTED, JobState.TIMEOUT
@@ -195,7 +198,7 @@ SORT_KEYS: dict[str, Callable[[QueueRow], Any]] = {
     "user": lambda r: r.job.user,
     "tenant": lambda r: r.job.tenant,
     "class": _class_rank({}),
-    "state": lambda r: STATE_NAMES.index(r.job.state.value),
+    "state": lambda r: _STATE_RANK[r.job.state],
 }
 
 
