@@ -46,14 +46,14 @@ def emit_json(doc: Any) -> None:
     emit_json_bytes(msgspec.json.encode(doc, enc_hook=_plain) + b"\n")
 
 
-def emit_json_bytes(data: bytes) -> None:
+def emit_json_bytes(data: bytes | bytearray) -> None:
     """An encoded JSON document (with its newline), indented first when stdout is a terminal."""
     if sys.stdout.isatty():
         data = msgspec.json.format(data, indent=2)
     write_bytes(data)
 
 
-def write_bytes(data: bytes) -> None:
+def write_bytes(data: bytes | bytearray) -> None:
     """Write encoded output to stdout, through its binary buffer when it has one."""
     sys.stdout.flush()
     buffer = getattr(sys.stdout, "buffer", None)
