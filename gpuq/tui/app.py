@@ -85,8 +85,8 @@ class GpuqConsole(ReplayControls, App[None]):
                  recorder: Recorder | None = None, replay: Replay | None = None,
                  owns_process: bool = False) -> None:  # fmt: skip
         """`owns_process`: this console is what the process runs, for hours (`gpuq tui`; not a
-        test run that makes hundreds): once the first frame is out, the cyclic collector is set
-        for it (`settle_collector`)."""
+        test run that makes hundreds): the cyclic collector is set for it (`settle_collector`) as
+        it mounts, and again once its first frame is out (freezing the widgets that frame made)."""
         super().__init__()
         self.owns_process = owns_process
         if not clusters:
@@ -159,7 +159,8 @@ class GpuqConsole(ReplayControls, App[None]):
         self._started = True
         if self._driver is not None:
             self.gate.watch(self._driver)
-        if self.owns_process:
+        if self.owns_process:  # now, for the first read and compute; again once the first frame is out
+            settle_collector()
             self.call_after_refresh(settle_collector)
         self.query_one("#banner").display = False
         self.query_one("#prompt-box").display = False

@@ -24,8 +24,8 @@ YOUNG_THRESHOLD = 20_000
 
 
 def settle_collector() -> None:
-    """Freeze what exists now and raise the young generation's threshold (once the console's first
-    frame is out)."""
+    """Freeze what exists now and raise the young generation's threshold (as the console mounts, so
+    that its first read and compute run with it, and again once its first frame is out)."""
     gc.freeze()
     young, middle, old = gc.get_threshold()
     gc.set_threshold(max(young, YOUNG_THRESHOLD), middle, old)
