@@ -258,11 +258,14 @@ class GpuqConsole(ReplayControls, App[None]):
         self._paint_empty(None)
         self._token += 1
         self._computing = True
-        self._compute(pane, ctx, pane.params(), self._token)
+        self._compute(pane, [ctx], pane.params(), self._token)
 
+    # (`box`: the worker takes its context out, so that the finished Worker, which lives on until
+    # the cyclic collector frees it and its task, does not keep the snapshots alive until then)
     @work(thread=True, exit_on_error=False, group="compute", description="compute the visible view")
-    def _compute(self, pane: Pane, ctx: PaneContext, params: Any, token: int) -> None:
+    def _compute(self, pane: Pane, box: list[PaneContext], params: Any, token: int) -> None:
         started = time.perf_counter()
+        ctx = box.pop()
         try:
             model = pane.compute(ctx, params)
         except GpuqError as exc:

@@ -111,3 +111,33 @@ def test_a_compute_makes_no_object_the_collector_tracks_per_row(small_cluster: C
     assert len(model.rows) >= 3000
     assert made < len(model.rows) / 20, made
     assert not any(gc.is_tracked(row) for row in model.rows)
+
+
+async def test_a_finished_compute_leaves_no_snapshot_for_the_collector_to_free(console: ConsoleFactory) -> None:
+    """Textual keeps a finished worker until the cyclic collector frees it (it and its task refer to
+    each other): a compute worker that still held its context kept every earlier snapshot alive
+    until then, and the collector then walked them all at once (100 ms on 200,000 jobs). Reference
+    counting alone frees them now."""
+    import gc
+
+    from gpuq.model import Snapshot
+
+    cluster, backend = flaky_cluster(SMALL)
+    app = console([cluster])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        gc.collect()
+        gc.disable()
+        try:
+            for priority in range(1, 7):  # each read a new snapshot, each computed
+                backend.snap = dataclasses.replace(backend.snap, jobs=tuple(
+                    msgspec.structs.replace(j, priority=priority) for j in backend.snap.jobs))  # fmt: skip
+                token = app._token
+                app.action_refresh_now()
+                await wait_for(pilot, lambda t=token: app._token > t and not app._computing)
+            await pilot.pause()
+            alive = [o for o in gc.get_objects() if isinstance(o, Snapshot) and o.cluster == "lab"]
+        finally:
+            gc.enable()
+        # the one on screen and the backend's own (the same object here), no earlier one
+        assert {id(s) for s in alive} <= {id(app.snapshots[0]), id(backend.snap)}, len(alive)
