@@ -341,7 +341,7 @@ def refresh(path: str, runs: int) -> None:
                 assert app.query_one("#queue-table", ViewTable) is table, "the table was replaced"
                 now = [id(w) for w in app.query_one("#panes").walk_children(with_self=True)]
                 assert now == widgets, "widgets remounted"
-                by_id = {r[2].job.id: r[2].job.priority for r in table.data.rows}
+                by_id = {r.item.job.id: r.item.job.priority for r in table.data.rows}
                 base = {j.id: j.priority for j in snap.jobs}
                 assert all(by_id[j] > base[j] for j in backend.changed), "the new priorities are not shown"
                 rows.append({"refreshed": recomputes[-1][0], "compute": computes[-1][1] - computes[-1][0],
