@@ -135,6 +135,7 @@ async def test_a_finished_compute_leaves_no_snapshot_for_the_collector_to_free(c
                 token = app._token
                 app.action_refresh_now()
                 await wait_for(pilot, lambda t=token: app._token > t and not app._computing)
+            await app.workers.wait_for_complete()  # (a read's thread may still hold its snapshot)
             await pilot.pause()
             alive = [o for o in gc.get_objects() if isinstance(o, Snapshot) and o.cluster == "lab"]
         finally:
