@@ -145,6 +145,8 @@ class ViewTable(ScrollView, can_focus=True):
         self._laid_out_for = -1
         #: (width, top row, height) whose rows `_ensure_layout` last measured
         self._checked: tuple[int, int, int] | None = None
+        #: rows whose widths the current layout has seen (a scroll measures only the rows it adds)
+        self._measured: set[int] = set()
         self.cursor = 0
         self.selected: set[str] = set()
         self.hidden: tuple[str, ...] = ()
@@ -264,6 +266,7 @@ class ViewTable(ScrollView, can_focus=True):
         self._shown = shown
         self._laid_out_for = available
         self._strips = {}
+        self._measured = set(self._visible_range())
 
     def _header_text(self, column: Column) -> str:
         data = self._data
@@ -273,8 +276,9 @@ class ViewTable(ScrollView, can_focus=True):
 
     def _ensure_layout(self) -> None:
         """Lay out again when the width changed or a row scrolled into view needs a wider column.
-        Called for every line drawn, so the rows on screen are measured once per position, not
-        once per line (a frame of 60 lines would measure every cell 60 times)."""
+        Called for every line drawn, so the rows on screen are looked at once per position, not
+        once per line (a frame of 60 lines would measure every cell 60 times), and only the rows
+        the layout has not measured yet are."""
         available = self.scrollable_content_region.width or self.size.width
         seen = (available, int(self.scroll_y), self.size.height)
         if available != self._laid_out_for:
@@ -286,7 +290,11 @@ class ViewTable(ScrollView, can_focus=True):
         self._checked = seen
         # a row scrolled into view may need a wider column than any before it
         names = [c.name for c in self._data.spec.columns]
+        measured = self._measured
         for index in self._visible_range():
+            if index in measured:
+                continue
+            measured.add(index)
             cells = self._row(index)[0]
             for name, text in zip(names, cells, strict=False):
                 if cell_width(text) > self._widths.get(name, 0):
@@ -352,7 +360,7 @@ class ViewTable(ScrollView, can_focus=True):
             if n:
                 segments.append(Segment(" " * GAP, row_style))
             segments.append(Segment(text, style))
-        return Strip(segments).adjust_cell_length(width, row_style)
+        return Strip(Segment.simplify(segments)).adjust_cell_length(width, row_style)
 
     def _header_strip(self, width: int, base: Style) -> Strip:
         style = base + self._style("header")
