@@ -105,6 +105,10 @@ async def test_a_frame_measures_each_row_on_screen_once(monkeypatch: Any) -> Non
         await pilot.pause()
         assert frame() <= 2 * cells
         assert dict(table._shown)[SPEC.columns[1]] == len(names[150]) > width_before
+        # scrolled by one row: the row that came into view is the only one measured and drawn
+        frame()
+        table.scroll_to(y=141, animate=False, immediate=True)  # (drawn here, before the app does)
+        assert int(table.scroll_y) == 141 and frame() <= 2 * len(SPEC.columns)
 
 
 async def test_scrolling_by_a_row_draws_one_new_line_and_hands_back_the_others(monkeypatch: Any) -> None:
