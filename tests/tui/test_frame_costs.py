@@ -182,3 +182,26 @@ async def test_gpuq_tui_settles_the_collector_once_and_tests_do_not(monkeypatch:
     thresholds.clear()
     settle_collector()
     assert thresholds == [(10 * YOUNG_THRESHOLD, 10, 10)]  # (a higher one set elsewhere stays)
+
+
+async def test_a_kept_line_is_drawn_again_in_the_new_theme(console: ConsoleFactory) -> None:
+    """The kept lines go with the styles they were drawn in: after a theme change the rows are
+    drawn in the new theme's colours (Textual tells the widget through `notify_style_update`)."""
+    cluster, _ = flaky_cluster(SMALL)
+    app = console([cluster])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        table = app.query_one("#queue-table", ViewTable)
+
+        def colours() -> set[Any]:
+            return {s.style.bgcolor for s in table.render_line(2) if s.style is not None}
+
+        dark = colours()
+        assert table.render_line(2) is table.render_line(2)  # (kept)
+        app.theme = "light"
+        await pilot.pause()
+        light = colours()
+        assert light and light != dark
+        app.theme = "dark"
+        await pilot.pause()
+        assert colours() == dark
