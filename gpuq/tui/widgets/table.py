@@ -182,7 +182,7 @@ class ViewTable(ScrollView, can_focus=True):
     def set_data(self, data: TableData[Any]) -> None:
         """Show new rows, keeping the cursor on the same key (the nearest row if it is gone)."""
         old_key, old_cursor = self._cursor_key, self.cursor
-        self._data, self._cache, self._strips = data, {}, {}
+        self._data, self._cache = data, {}
         self._widths = {}
         self._laid_out_for = -1
         rows = data.rows
