@@ -97,6 +97,26 @@ def wait_running(ids: Sequence[str], timeout: float = 30) -> None:
     wait_for(lambda: all(states().get(i, ("",))[0] == "RUNNING" for i in ids), timeout, f"jobs {list(ids)} to run")
 
 
+def start_requeued(job: str, timeout: float = 60) -> None:
+    """Run a requeued job at once instead of after slurmctld's requeue delay (about 120 s).
+
+    slurmctld sets that delay when the old run's clean-up ends, which can come after squeue first
+    shows the job PENDING and so after an earlier ``StartTime=now``: the begin time is set again
+    each time the job waits for it, until the job runs.
+    """
+    wait_for(lambda: states().get(job, ("",))[0] == "PENDING", 30, f"requeued job {job} to be pending")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state, reason = states().get(job, ("", "", ""))[:2]
+        if state in ("RUNNING", "COMPLETING", ""):  # "": a short job that already ran and left the queue
+            return
+        if state == "PENDING" and reason == "BeginTime":
+            sh(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=False)
+        time.sleep(0.5)
+    detail = sh(["scontrol", "show", "job", job], check=False)
+    raise LabError(f"timed out after {timeout:g}s waiting for requeued job {job} to run:\n{detail}")
+
+
 def cancel_all() -> None:
     ids = [i for i in states()]
     if ids:

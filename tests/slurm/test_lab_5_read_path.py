@@ -67,9 +67,7 @@ def test_running_jobs_indexes_come_from_the_cache_until_requeued() -> None:
     # A requeued job starts a new run (a new StartTime, perhaps other GPUs): it is read again.
     job = ids[0]
     lab.sh(["scontrol", "requeue", job])
-    lab.wait_for(lambda: lab.states()[job][0] == "PENDING", 30, "the requeued job to be pending")
-    lab.sh(["scontrol", "update", f"JobId={job}", "StartTime=now"])  # no requeue delay
-    lab.wait_running([job], timeout=120)
+    lab.start_requeued(job)
     fresh = _indexes(SlurmBackend(persist=False).snapshot(), ids)
     third = SlurmBackend(detail_one_by_one_max=2)
     assert _indexes(third.snapshot(), ids) == fresh
@@ -82,9 +80,14 @@ def test_sacct_with_qos_ids_equals_sacct_with_names() -> None:
     names = backend.configs.qos_names()
     assert names is not None
     assert set(names.values()) == set(backend.preempt_config(fresh=True).qos)
-    # A closed window (records reach slurmdbd a few seconds late): both reads see the same runs.
-    until = time.time() - 120
+    # A run of its own, so the window holds one on a fresh lab too; then a closed window: nothing
+    # runs, and records reach slurmdbd a few seconds late, so wait for this one's to be read back.
+    lab.cancel_all()
+    job = lab.sbatch(gpus=1, qos="urgent", name="sacct-ids", sleep=1)
+    lab.wait_for(lambda: job not in lab.states(), 60, f"job {job} to finish")
+    until = time.time() + 1
+    lab.wait_for(lambda: any(j.id == job for j in backend.history(until - 86400, until)), 60, "its sacct record")
     by_id = backend.history(until - 86400, until)
     by_name = _names_only().history(until - 86400, until)
     assert by_id == by_name
-    assert by_id, "the lab's accounting has no jobs of the last day"
+    assert [j.job_class for j in by_id if j.id == job] == ["urgent"]  # (an id read as a name would not say so)

@@ -57,8 +57,7 @@ def test_export_agrees_with_sacct(tmp_path: Path) -> None:
     requeued = lab.sbatch(gpus=1, qos="normal", name="trace-rq", sleep=4)
     lab.wait_running([requeued], timeout=60)
     lab.sh(["scontrol", "requeue", requeued])
-    lab.wait_for(lambda: lab.states().get(requeued, ("",))[0] == "PENDING", 30, "the requeued job to be pending")
-    lab.sh(["scontrol", "update", f"JobId={requeued}", "StartTime=now"])  # no requeue delay
+    lab.start_requeued(requeued)
     ids = [*plain, array, requeued]
     lab.wait_for(lambda: not any(j.split("_")[0] in ids for j in lab.states()), 180, "the jobs to finish")
     lab.wait_for(lambda: _finished(ids, {requeued: 2}), 60, "sacct to record every run")
