@@ -205,3 +205,38 @@ async def test_a_kept_line_is_drawn_again_in_the_new_theme(console: ConsoleFacto
         app.theme = "dark"
         await pilot.pause()
         assert colours() == dark
+
+
+async def test_the_scroll_bar_is_drawn_again_exactly_when_its_thumb_moves(monkeypatch: Any) -> None:
+    """Over 3,000 rows the thumb moves an eighth of a cell every ~20 rows: the bar is drawn again
+    then and only then, and the screen never shows it where it was (checked against the bar
+    drawn afresh after every step: by a row, by a page, to either end)."""
+    from textual.scrollbar import ScrollBar
+
+    app = _TableApp([f"job-{i}" for i in range(3_000)])
+    async with app.run_test(size=(40, 20)) as pilot:
+        await pilot.pause()
+        table = app.query_one(ViewTable)
+        table.focus()
+        bar = table.vertical_scrollbar
+        drawn: list[float] = []
+        real = ScrollBar.render
+
+        def counted(self: ScrollBar) -> Any:
+            if self is bar:
+                drawn.append(self.position)
+            return real(self)
+
+        monkeypatch.setattr(ScrollBar, "render", counted)
+        steps = [*["down"] * 80, "pagedown", "pagedown", "end", *["up"] * 25, "pageup", "home"]
+        for key in steps:
+            await pilot.press(key)
+            await pilot.pause()
+            shown = app.export_screenshot()
+            bar.refresh()  # what the bar looks like drawn now
+            await pilot.pause()
+            assert app.export_screenshot() == shown, f"a stale scroll bar after {key!r}"
+        assert int(table.scroll_y) == 0 and table.cursor == 0
+        # drawn once per step above (the forced refresh) and only a few times more: when it moved
+        assert len(steps) < len(drawn) < len(steps) + 15
+

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from math import ceil
 from typing import Any, ClassVar, Generic, TypeVar
 
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
 from gpuq.textsafe import cell_width, visible
@@ -160,6 +162,8 @@ class ViewTable(ScrollView, can_focus=True):
         #: drawn lines by (row, width, selected, under the cursor, focused): scrolling by a row
         #: draws one new line and hands Textual the same strips, whose crops it has cached
         self._strips: dict[tuple[int, int, bool, bool, bool], Strip] = {}
+        #: while a frame is drawn (`render_lines`): its width, top row and focus
+        self._frame: tuple[int, int, bool] | None = None
 
     # -- data
 
@@ -313,24 +317,38 @@ class ViewTable(ScrollView, can_focus=True):
         super().notify_style_update()
         self._styles, self._base, self._strips = {}, None, {}
 
-    def render_line(self, y: int) -> Strip:
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """A frame's lines of this table, with what they share (the layout checked, the width,
+        the top row, the focus) found once for all of them: on a scroll every line is drawn."""
+        self._frame = self._frame_state()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def _frame_state(self) -> tuple[int, int, bool]:
         self._ensure_layout()
         width = self.scrollable_content_region.width or self.size.width
+        return width, int(self.scroll_y), self.has_focus
+
+    def render_line(self, y: int) -> Strip:
+        width, top, focused = self._frame or self._frame_state()
         base = self._base
         if base is None:
             base = self._base = self.rich_style
         if y == 0:
             return self._header_strip(width, base)
-        if not self.row_count:
+        rows = self._data.rows
+        if not rows:
             if y == 1:
                 return Strip([Segment(self.empty_text.ljust(width)[:width], base + self._style("empty"))], width)
             return Strip.blank(width, base)
-        index = int(self.scroll_y) + y - 1
-        if index >= self.row_count:
+        index = top + y - 1
+        if index >= len(rows):
             return Strip.blank(width, base)
-        selected = self._data.key(self._data.rows[index]) in self.selected
+        selected = bool(self.selected) and self._data.key(rows[index]) in self.selected
         under = index == self.cursor
-        memo = (index, width, selected, under, under and self.has_focus)
+        memo = (index, width, selected, under, under and focused)
         strip = self._strips.get(memo)
         if strip is None:
             if len(self._strips) > STRIP_MEMO:
@@ -404,7 +422,18 @@ class ViewTable(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor - page + 1, animate=False, immediate=True)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
+        """ScrollView's, except that the scroll bar is drawn again only when its thumb moves on
+        screen: over 200,000 rows it moves an eighth of a cell every few hundred rows, and
+        drawing the bar's 60 lines was a fifth of a scroll's frame."""
+        if self.show_vertical_scrollbar:
+            bar = self.vertical_scrollbar
+            position = bar.validate_position(new_value)
+            moves = _thumb_start(bar, bar.position) != _thumb_start(bar, position)
+            bar.set_reactive(ScrollBar.position, position)  # (kept exact: a drag starts from it)
+            if moves:
+                bar.refresh()
+        if round(old_value) != round(new_value):
+            self.refresh(self.size.region)
 
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, self.row_count + 1)
@@ -463,6 +492,18 @@ class ViewTable(ScrollView, can_focus=True):
             if index == self.cursor and event.chain == 2:
                 self.action_open_selected()
             self._set_cursor(index)
+
+
+def _thumb_start(bar: ScrollBar, position: float) -> int | None:
+    """Where `bar` draws its thumb at `position`, in eighths of a cell, as Textual's
+    `ScrollBarRender.render_bar` works it out (None: no thumb drawn)."""
+    size = bar.size.height
+    virtual = ceil(bar.window_virtual_size)
+    window = ceil(bar.window_size) if bar.window_size < bar.window_virtual_size else 0
+    if not (window and size and virtual) or size == virtual:
+        return None
+    thumb = max(1, window / (virtual / size))
+    return int((size - thumb) * (position / (virtual - window)) * len(bar.renderer.VERTICAL_BARS))
 
 
 def _find_near(rows: Sequence[Any], key: Callable[[Any], str], wanted: str, near: int, reach: int = 1000) -> int:
