@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -29,7 +30,7 @@ from gpuq.model import Snapshot
 from gpuq.service import Cluster
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration, format_time
-from gpuq.tui.collector import settle_collector
+from gpuq.tui.collector import computing, settle_collector
 from gpuq.tui.gate import InputGate
 from gpuq.tui.keymap import bindings
 from gpuq.tui.messages import Computed, Refreshed, RefreshFailed
@@ -267,7 +268,8 @@ class GpuqConsole(ReplayControls, App[None]):
         started = time.perf_counter()
         ctx = box.pop()
         try:
-            model = pane.compute(ctx, params)
+            with computing(ctx.pause) if self.owns_process else nullcontext():
+                model = pane.compute(ctx, params)
         except GpuqError as exc:
             self.post_message(Computed(pane.view_id, token, None, 0.0, str(exc)))
             return

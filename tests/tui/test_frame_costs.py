@@ -240,3 +240,66 @@ async def test_the_scroll_bar_is_drawn_again_exactly_when_its_thumb_moves(monkey
         # drawn once per step above (the forced refresh) and only a few times more: when it moved
         assert len(steps) < len(drawn) < len(steps) + 15
 
+
+def test_computes_keep_the_collector_off_and_the_last_one_collects_after_stepping_aside(
+    monkeypatch: Any,
+) -> None:
+    """No automatic collection while any compute runs; the last one to end steps aside for input
+    and then runs the young collection itself; a collector turned off elsewhere stays off."""
+    import gc
+
+    from gpuq.tui.collector import computing
+
+    log: list[str] = []
+    real_collect = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda generation=2: log.append(f"collect {generation}") or 0)
+    was_on = gc.isenabled()
+    try:
+        gc.enable()
+        with computing(lambda: log.append("pause A")):
+            assert not gc.isenabled()
+            with computing(lambda: log.append("pause B")):
+                assert not gc.isenabled()
+            assert not gc.isenabled() and log == []  # A still computes: B leaves it all to A
+        assert gc.isenabled() and log == ["pause A", "collect 0"]
+
+        log.clear()
+        with computing(lambda: log.append("pause")):
+            assert not gc.isenabled()
+        assert gc.isenabled() and log == ["pause", "collect 0"]
+
+        log.clear()
+        try:
+            with computing(lambda: log.append("pause")):
+                raise RuntimeError("the compute failed")
+        except RuntimeError:
+            pass
+        assert gc.isenabled() and log == ["pause", "collect 0"]  # (on again after a failure)
+
+        log.clear()
+        gc.disable()
+        with computing(lambda: log.append("pause")):
+            assert not gc.isenabled()
+        assert not gc.isenabled() and log == []  # someone else's choice: left alone
+    finally:
+        monkeypatch.setattr(gc, "collect", real_collect)
+        (gc.enable if was_on else gc.disable)()
+
+
+def test_the_previous_rows_are_freed_from_their_box() -> None:
+    """`_free` takes the last reference to the old rows' tuple out of its box and drops the rows
+    a slice at a time, stepping aside for input between slices."""
+    import weakref
+
+    from gpuq.tui.panes.queue import _free
+
+    class Row:
+        pass
+
+    rows = tuple(Row() for _ in range(5_000))
+    probe = weakref.ref(rows[-1])
+    box = [rows]
+    del rows
+    pauses: list[int] = []
+    _free(box, lambda: pauses.append(1))
+    assert box == [] and probe() is None and len(pauses) == 3

@@ -5,6 +5,7 @@ the UI thread, and the cursor's row is looked for near where it was first."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import msgspec
 import pytest
@@ -42,6 +43,14 @@ async def test_a_refresh_replaces_the_rows_in_place_and_frees_the_old(
     console: ConsoleFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(queue, "FREE_AFTER", 0)  # (the fixture's 7 rows stand for 200,000)
+    boxes: list[tuple[list[Any], bool]] = []
+    real_free = queue._free
+
+    def free(box: list[Any], pause: Any) -> None:
+        boxes.append((box, box[0] is old))
+        real_free(box, pause)
+
+    monkeypatch.setattr(queue, "_free", free)
     cluster, backend = flaky_cluster(SMALL)
     app = console([cluster])
     async with app.run_test(size=(120, 30)) as pilot:
@@ -70,7 +79,9 @@ async def test_a_refresh_replaces_the_rows_in_place_and_frees_the_old(
         assert app.query_one("#queue-table", ViewTable) is table
         assert [id(w) for w in panes.walk_children(with_self=True)] == widgets
         assert table.cursor_key == chosen  # the cursor stayed on its job
-        await wait_for(pilot, lambda: not old)  # emptied by the worker, a slice at a time
+        # handed to the worker, which took the last reference to them out of its box
+        await wait_for(pilot, lambda: bool(boxes) and boxes[0][0] == [])
+        assert [seen for _, seen in boxes] == [True]
         assert table.row_count == 7
 
 

@@ -52,7 +52,7 @@ class QueueParams:
 
 @dataclass(frozen=True, slots=True)
 class QueueModel:
-    rows: list[Row]
+    rows: tuple[Row, ...]
     total: int
     params: QueueParams
     combined: bool
@@ -122,7 +122,8 @@ class QueuePane(Pane):
         pods: frozenset[int] = frozenset()
         if params.grouped:  # (after the filter and the order: a group stands where its first pod does)
             rows, pods = _grouped(rows)
-        model = QueueModel(rows, total, params, ctx.combined, pods)
+        # (a tuple: the first collection that sees it stops tracking it, and none walks it again)
+        model = QueueModel(tuple(rows), total, params, ctx.combined, pods)
         self._last = (inputs, model)
         return model
 
@@ -160,7 +161,7 @@ class QueuePane(Pane):
             # Freeing 200,000 rows at once holds the interpreter ~0.1 s: once the new rows are on
             # screen, a worker frees the old a slice at a time, so keys and frames go on meanwhile.
             pause = self.app.gate.pause  # type: ignore[attr-defined]
-            self.call_after_refresh(self.run_worker, partial(_free, old, pause), thread=True, group="queue-free",
+            self.call_after_refresh(self.run_worker, partial(_free, [old], pause), thread=True, group="queue-free",
                                     exit_on_error=False, description="free the previous queue rows")  # fmt: skip
 
     def _last_model(self) -> QueueModel | None:
@@ -238,9 +239,11 @@ class _Inputs:
         return all(a[0] == b[0] and a[1] is b[1] for a, b in zip(mine, theirs, strict=True))
 
 
-def _free(rows: list[Row], pause: Callable[[], None]) -> None:
+def _free(box: list[tuple[Row, ...]], pause: Callable[[], None]) -> None:
     """Drop rows nothing shows any more, a slice at a time (worker thread), stepping aside after
-    a key as the compute does."""
+    a key as the compute does. (`box` holds the last reference to their tuple: taken out here, it
+    goes at once, the rows a slice at a time from the list.)"""
+    rows = list(box.pop())
     while rows:
         del rows[-2000:]
         pause()
