@@ -53,9 +53,11 @@ _COMPUTES = _Computes()
 @contextmanager
 def computing(pause: Callable[[], None]) -> Iterator[None]:
     """Around a worker's compute: no automatic collection meanwhile; after the last compute
-    running, its worker steps aside for input (`pause`) and runs the young collection itself, so
-    the lists the computes made are walked once, in a worker, and not in whichever frame allocates
-    next. A collector someone else turned off stays off."""
+    running, its worker steps aside for input (`pause`) and runs the collection the collector
+    would have run by then (the young one, or the middle one when due: with the young one alone,
+    cycles got into the oldest generation and waited there, and the console's RSS settled higher),
+    so the lists the computes made are walked once, in a worker, and not in whichever frame
+    allocates next. A collector someone else turned off stays off."""
     with _COMPUTES.lock:
         _COMPUTES.running += 1
         if gc.isenabled():
@@ -72,6 +74,7 @@ def computing(pause: Callable[[], None]) -> Iterator[None]:
             with _COMPUTES.lock:
                 # (a compute that began meanwhile turns the collector back on when it ends)
                 if _COMPUTES.running == 0 and _COMPUTES.turned_off:
-                    gc.collect(0)
+                    middle_due = gc.get_count()[1] >= gc.get_threshold()[1]
+                    gc.collect(1 if middle_due else 0)
                     gc.enable()
                     _COMPUTES.turned_off = False

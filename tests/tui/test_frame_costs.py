@@ -245,14 +245,17 @@ def test_computes_keep_the_collector_off_and_the_last_one_collects_after_steppin
     monkeypatch: Any,
 ) -> None:
     """No automatic collection while any compute runs; the last one to end steps aside for input
-    and then runs the young collection itself; a collector turned off elsewhere stays off."""
+    and then runs the collection that is due (the young one; the middle one when the young ones
+    since the last have reached its threshold); a collector turned off elsewhere stays off."""
     import gc
 
     from gpuq.tui.collector import computing
 
     log: list[str] = []
-    real_collect = gc.collect
     monkeypatch.setattr(gc, "collect", lambda generation=2: log.append(f"collect {generation}") or 0)
+    counts = [(0, 3, 0)]
+    monkeypatch.setattr(gc, "get_count", lambda: counts[0])
+    monkeypatch.setattr(gc, "get_threshold", lambda: (20_000, 10, 10))
     was_on = gc.isenabled()
     try:
         gc.enable()
@@ -264,9 +267,11 @@ def test_computes_keep_the_collector_off_and_the_last_one_collects_after_steppin
         assert gc.isenabled() and log == ["pause A", "collect 0"]
 
         log.clear()
+        counts[0] = (0, 10, 0)  # (ten young collections since the last of the middle generation)
         with computing(lambda: log.append("pause")):
             assert not gc.isenabled()
-        assert gc.isenabled() and log == ["pause", "collect 0"]
+        assert gc.isenabled() and log == ["pause", "collect 1"]
+        counts[0] = (0, 3, 0)
 
         log.clear()
         try:
@@ -282,7 +287,7 @@ def test_computes_keep_the_collector_off_and_the_last_one_collects_after_steppin
             assert not gc.isenabled()
         assert not gc.isenabled() and log == []  # someone else's choice: left alone
     finally:
-        monkeypatch.setattr(gc, "collect", real_collect)
+        monkeypatch.undo()
         (gc.enable if was_on else gc.disable)()
 
 
