@@ -423,8 +423,10 @@ class ViewTable(ScrollView, can_focus=True):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """ScrollView's, except that the scroll bar is drawn again only when its thumb moves on
-        screen: over 200,000 rows it moves an eighth of a cell every few hundred rows, and
-        drawing the bar's 60 lines was a fifth of a scroll's frame."""
+        screen: over a long queue it moves an eighth of a cell every few hundred rows, and
+        drawing all the bar's lines on every scroll was a large share of a scroll's frame
+        (figures: benchmarks/README.md, console keys). The test of this compares the bar on
+        screen with one drawn afresh, so a change of Textual's thumb arithmetic shows there."""
         if self.show_vertical_scrollbar:
             bar = self.vertical_scrollbar
             position = bar.validate_position(new_value)
