@@ -68,7 +68,8 @@ def test_export_agrees_with_sacct(tmp_path: Path) -> None:
     from gpuq.cli.options import Injected
 
     raw = tmp_path / "sacct.txt"
-    since = f"{int(until - began) + 60}s"
+    span = int(until - began) + 60  # (whole seconds: the CLI's window and the direct one are the same)
+    since = f"{span}s"
     args = ["--backend", "slurm", "trace", "export", "--since", since, "--until", "now"]
     result = CliRunner().invoke(
         cli, [*args, "--format", "sacct", "-o", str(raw)], prog_name="gpuq", obj=Injected(clock=lambda: until)
@@ -76,7 +77,7 @@ def test_export_agrees_with_sacct(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     exported = {j.id: j for j in read_sacct_parsable(str(raw))}
     # … equals the job log the same export writes, and what the backend streams itself.
-    direct = list(SlurmBackend(persist=False).export_history(began - 60, until))
+    direct = list(SlurmBackend(persist=False).export_history(until - span, until))
     assert {j.id: j for j in direct} == exported
     assert len(direct) == len(exported)  # each job once
 
