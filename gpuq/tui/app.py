@@ -30,7 +30,7 @@ from gpuq.model import Snapshot
 from gpuq.service import Cluster
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration, format_time
-from gpuq.tui.collector import computing, settle_collector
+from gpuq.tui.collector import computing, settle_collector, untrack
 from gpuq.tui.gate import InputGate
 from gpuq.tui.keymap import bindings
 from gpuq.tui.messages import Computed, Refreshed, RefreshFailed
@@ -202,6 +202,7 @@ class GpuqConsole(ReplayControls, App[None]):
         except Exception as exc:  # noqa: BLE001 - a backend bug must not take the console down
             self.post_message(RefreshFailed(index, f"{type(exc).__name__}: {exc}"))
         else:
+            untrack(snapshot.jobs, self.gate.pause)
             self.post_message(Refreshed(index, snapshot, time.perf_counter() - started))
             self._record(snapshot)
 

@@ -13,18 +13,26 @@ A compute worker also keeps collections out of the frames while it builds a view
 (`computing`): a young collection walks every entry of the large lists it is making, and the one
 that the UI thread's next allocation would set off is the longest hold a key meets then.
 
+The largest containers a refresh makes, the snapshot's jobs and the queue's rows (200,000 each on
+a large cluster), are tuples of structs the collector never tracks (`gc=False`). The collector
+stops tracking such a tuple once it has seen that, but only after walking all of its entries, and
+that walk is most of a young collection's hold. `untrack` tells it as soon as the tuple is made.
+
 Memory stays bounded: what reference counting does not free waits at most one young collection
 (or one compute) longer. Tests leave the collector alone (their consoles do not own the process).
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from itertools import islice
 
-__all__ = ["YOUNG_THRESHOLD", "computing", "settle_collector"]
+__all__ = ["UNTRACK_STEP", "YOUNG_THRESHOLD", "computing", "settle_collector", "untrack"]
 
 #: new container objects between two young collections in a long-running console
 YOUNG_THRESHOLD = 20_000
@@ -36,6 +44,39 @@ def settle_collector() -> None:
     gc.freeze()
     young, middle, old = gc.get_threshold()
     gc.set_threshold(max(young, YOUNG_THRESHOLD), middle, old)
+
+
+#: entries checked between two calls of `untrack`'s `pause`
+UNTRACK_STEP = 16384
+
+_gc_untrack: Callable[[object], None] | None = None
+if sys.implementation.name == "cpython":  # (public C API; `pythonapi` calls it holding the interpreter lock)
+    _gc_untrack = ctypes.pythonapi.PyObject_GC_UnTrack
+    _gc_untrack.argtypes = [ctypes.py_object]
+    _gc_untrack.restype = None
+
+
+def _no_pause() -> None:
+    return None
+
+
+def untrack(items: object, pause: Callable[[], None] = _no_pause) -> bool:
+    """Stop the cyclic collector tracking the tuple `items` if none of its entries is tracked: what
+    CPython's collector itself does to such a tuple the first time it scans it (no cycle can run
+    through it), without the scan. Checked `UNTRACK_STEP` entries at a time with `pause` between
+    (a worker's chance to step aside). Anything but a tuple (a list can still be given a tracked
+    entry), or a tracked entry, leaves it as it is. True when it is no longer tracked."""
+    if type(items) is not tuple or _gc_untrack is None:
+        return False
+    if not gc.is_tracked(items):
+        return True
+    tracked, entries = gc.is_tracked, iter(items)
+    for _ in range(0, len(items), UNTRACK_STEP):
+        if any(map(tracked, islice(entries, UNTRACK_STEP))):
+            return False
+        pause()
+    _gc_untrack(items)
+    return True
 
 
 class _Computes:

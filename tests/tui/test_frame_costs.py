@@ -13,7 +13,7 @@ from gpuq.tui.widgets.bar import Bar
 from gpuq.tui.widgets.table import TableData, ViewTable
 from gpuq.views.columns import Column, Kind, TableSpec
 from tests.tui.backends import flaky_cluster
-from tests.tui.conftest import SMALL, ConsoleFactory, loaded
+from tests.tui.conftest import SMALL, ConsoleFactory, loaded, wait_for
 
 SPEC = TableSpec("test", (Column("ID", Kind.ID), Column("NAME", Kind.TEXT, rank=1)))
 
@@ -308,3 +308,67 @@ def test_the_previous_rows_are_freed_from_their_box() -> None:
     pauses: list[int] = []
     _free(box, lambda: pauses.append(1))
     assert box == [] and probe() is None and len(pauses) == 3
+
+
+def test_a_tuple_of_untracked_entries_is_untracked_in_steps_and_still_freed() -> None:
+    """`untrack` takes a tuple whose entries the collector never tracks out of its lists, checking
+    the entries a step at a time with a pause between; a tracked entry anywhere (here the very
+    last), a list, or a tuple already untracked is left as it is. Reference counting still frees
+    an untracked tuple and lets go of its entries."""
+    import gc
+    import sys
+
+    import msgspec
+
+    from gpuq.tui.collector import UNTRACK_STEP, untrack
+
+    class Flat(msgspec.Struct, gc=False):
+        n: int
+
+    entry = Flat(1)
+    before = sys.getrefcount(entry)
+    count = 2 * UNTRACK_STEP + 5
+    flat = tuple([entry] * count)
+    assert gc.is_tracked(flat)
+    pauses: list[int] = []
+    assert untrack(flat, lambda: pauses.append(1)) and not gc.is_tracked(flat)
+    assert len(pauses) == 3
+    assert untrack(flat) and not gc.is_tracked(flat)  # (again: nothing to do)
+    del flat
+    assert sys.getrefcount(entry) == before
+
+    mixed = tuple([entry] * count + [[]])  # one tracked entry, in the last step
+    assert not untrack(mixed) and gc.is_tracked(mixed)
+    listed = [entry] * 10
+    assert not untrack(listed) and gc.is_tracked(listed)
+
+
+async def test_a_refresh_leaves_the_jobs_and_the_rows_to_no_collection(console: ConsoleFactory) -> None:
+    """The largest containers of a refresh, the new snapshot's jobs and the Queue view's rows, are
+    tuples no collection walks once the read and the compute have made them (the collector is off
+    here, so nothing but the console can have untracked them)."""
+    import dataclasses
+    import gc
+
+    import msgspec
+
+    cluster, backend = flaky_cluster(SMALL)
+    app = console([cluster])
+    was_on = gc.isenabled()
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await loaded(pilot)
+            gc.disable()
+            jobs = tuple(msgspec.structs.replace(j, priority=j.priority + 1) for j in backend.snap.jobs)
+            backend.snap = dataclasses.replace(backend.snap, jobs=jobs)
+            assert gc.is_tracked(jobs)
+            table = app.query_one("#queue-table", ViewTable)
+            old, token = table.data.rows, app._token
+            app.action_refresh_now()
+            await wait_for(pilot, lambda: app._token > token and not app._computing and table.data.rows is not old)
+            assert app.snapshots[0] is not None and app.snapshots[0].jobs is jobs
+            assert not gc.is_tracked(jobs)
+            assert isinstance(table.data.rows, tuple) and not gc.is_tracked(table.data.rows)
+    finally:
+        (gc.enable if was_on else gc.disable)()
+

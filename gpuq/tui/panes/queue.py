@@ -13,6 +13,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 
+from gpuq.tui.collector import untrack
 from gpuq.tui.keymap import bindings
 from gpuq.tui.panes.base import Pane, PaneContext, Selection
 from gpuq.tui.widgets.table import TableData, ViewTable
@@ -122,8 +123,10 @@ class QueuePane(Pane):
         pods: frozenset[int] = frozenset()
         if params.grouped:  # (after the filter and the order: a group stands where its first pod does)
             rows, pods = _grouped(rows)
-        # (a tuple: the first collection that sees it stops tracking it, and none walks it again)
-        model = QueueModel(tuple(rows), total, params, ctx.combined, pods)
+        # (a tuple of untracked structs, which no collection then walks: gpuq.tui.collector)
+        shown = tuple(rows)
+        untrack(shown, pause)
+        model = QueueModel(shown, total, params, ctx.combined, pods)
         self._last = (inputs, model)
         return model
 
