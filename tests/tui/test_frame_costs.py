@@ -372,3 +372,89 @@ async def test_a_refresh_leaves_the_jobs_and_the_rows_to_no_collection(console: 
     finally:
         (gc.enable if was_on else gc.disable)()
 
+
+_MIXED = TableSpec("mixed", (
+    Column("ID", Kind.ID), Column("GPUS", Kind.NUMBER), Column("STATE", Kind.PLAIN, rank=1),
+    Column("NODES", Kind.LIST, rank=2), Column("NAME", Kind.TEXT, rank=3),
+))  # fmt: skip
+
+
+class _MixedApp(App[None]):
+    # (every style the lines combine differs, so that a wrong blend or padding shows)
+    CSS = """
+    ViewTable > .viewtable--cursor { background: #204080; color: #ffffff; text-style: bold; }
+    ViewTable > .viewtable--selected { background: #403000; }
+    ViewTable > .viewtable--running { color: #00c000; }
+    ViewTable > .viewtable--pending { color: #c0c000; text-style: italic; }
+    ViewTable > .viewtable--muted { color: #808080; }
+    ViewTable > .viewtable--new { background: #600060; }
+    """
+    ROWS = [
+        ("1", "8", "running", "gpu-01 gpu-02 gpu-03 gpu-04", "train-llm"),
+        ("22", "16", "pending", "", "名前が長いジョブの名前が長いジョブ"),
+        ("333", "1", "running", "gpu-07", "a\x1bb line\nbreak and a long tail past the column"),
+        ("4444", "2", "suspended", "gpu-09 gpu-10", "e\u0301\u0301 combining"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield ViewTable(_MIXED, id="t")
+
+    def on_mount(self) -> None:
+        tones = {"running": "running", "pending": "pending"}
+        data = TableData(_MIXED, self.ROWS, lambda r: r, lambda r: r[0],
+                         lambda r: (None, "muted", tones.get(r[2]), None, "new" if r[0] == "1" else None))  # fmt: skip
+        self.query_one(ViewTable).set_data(data)
+
+
+async def test_a_row_line_is_what_rich_would_simplify_it_to() -> None:
+    """The one-pass line of `_row_strip` (cells fitted, same-style neighbours joined, padded in
+    the row's style) is segment for segment what fitting each cell, `Segment.simplify` and
+    `Strip.adjust_cell_length` make: wide, combining and escaped characters, cut text and lists,
+    tones, a selected row and the cursor's row with and without focus, at several widths."""
+    from rich.segment import Segment
+    from textual.strip import Strip
+
+    from gpuq.tui.widgets.table import GAP, _fit
+
+    def reference(table: ViewTable, index: int, width: int, selected: bool, under: bool) -> Strip:
+        cells, tones = table._row(index)
+        base = table.rich_style
+        row_style = base + table._style("selected") if selected else base
+        if under:
+            row_style = row_style + table._style("cursor" if table.has_focus else "selected")
+        segments: list[Segment] = []
+        names = table.data.spec.names
+        for n, (column, w) in enumerate(table._shown):
+            i = names.index(column.name)
+            style = row_style + table._style(tones[i]) if tones[i] else row_style
+            if under and table.has_focus:
+                style = style + table._style("cursor")
+            if n:
+                segments.append(Segment(" " * GAP, row_style))
+            segments.append(Segment(_fit(cells[i], w, column), style))
+        return Strip(Segment.simplify(segments)).adjust_cell_length(width, row_style)
+
+    app = _MixedApp()
+    compared = 0
+    for size in ((120, 12), (60, 12), (44, 12), (30, 12)):
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            table = app.query_one(ViewTable)
+            for focus in (True, False):
+                if focus:
+                    table.focus()
+                else:
+                    app.set_focus(None)
+                await pilot.pause()
+                table._ensure_layout()
+                width = table.scrollable_content_region.width
+                for index in range(len(_MixedApp.ROWS)):
+                    for selected in (False, True):
+                        for under in (False, True):
+                            line = table._row_strip(index, width, table.rich_style, selected, under)
+                            expected = reference(table, index, width, selected, under)
+                            assert list(line) == list(expected), (size, focus, index, selected, under)
+                            assert line.cell_length == expected.cell_length == width
+                            compared += 1
+        app = _MixedApp()
+    assert compared == 4 * 2 * 4 * 4

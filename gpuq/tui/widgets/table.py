@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Any, ClassVar, Generic, TypeVar
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -144,6 +145,10 @@ class ViewTable(ScrollView, can_focus=True):
         self._cache: dict[int, tuple[Cells, Tones]] = {}
         self._widths: dict[str, int] = {}
         self._shown: list[tuple[Column, int]] = []
+        #: per column shown: its cell's place in a row's cells, its width, the column
+        self._plan: list[tuple[int, int, Column]] = []
+        #: per (row style, under a focused cursor): the cells' styles by tone (`_cell_styles`)
+        self._tone_styles: dict[tuple[Style, bool], dict[str | None, Style]] = {}
         self._laid_out_for = -1
         #: (width, top row, height) whose rows `_ensure_layout` last measured
         self._checked: tuple[int, int, int] | None = None
@@ -268,6 +273,8 @@ class ViewTable(ScrollView, can_focus=True):
                 spare -= width - base
             shown.append((column, width))
         self._shown = shown
+        names = spec.names
+        self._plan = [(names.index(column.name), width, column) for column, width in shown]
         self._laid_out_for = available
         self._strips = {}
         self._measured = set(self._visible_range())
@@ -315,7 +322,7 @@ class ViewTable(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles, self._base, self._strips = {}, None, {}
+        self._styles, self._base, self._strips, self._tone_styles = {}, None, {}, {}
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """A frame's lines of this table, with what they share (the layout checked, the width,
@@ -357,28 +364,68 @@ class ViewTable(ScrollView, can_focus=True):
         return strip
 
     def _row_strip(self, index: int, width: int, base: Style, selected: bool, under: bool) -> Strip:
+        """One row's line: each cell fitted to its column, neighbours in the same style joined
+        into one segment (what `Segment.simplify` would make), padded to `width` in the row's
+        style. Drawn for every row that comes into view and for every row on screen when new
+        data arrives, so it builds the segments in one pass, with the cells' styles blended once
+        per row style (`_cell_styles`) and an ASCII cell padded without measuring it."""
         cells, tones = self._row(index)
+        focused = under and self.has_focus
         row_style = base
         if selected:
             row_style = row_style + self._style("selected")
-        if under and self.has_focus:
+        if focused:
             row_style = row_style + self._style("cursor")
         elif under:
             row_style = row_style + self._style("selected")
+        styles = self._cell_styles(row_style, focused)
         segments: list[Segment] = []
-        names = self._data.spec.names
-        for n, (column, w) in enumerate(self._shown):
-            i = names.index(column.name)
-            text = cells[i] if i < len(cells) else ""
-            text = _fit(text, w, column)
-            tone = tones[i] if i < len(tones) else None
-            style = row_style + self._style(tone) if tone else row_style
-            if under:
-                style = style + self._style("cursor") if self.has_focus else style
+        run: list[str] = []
+        run_style = row_style
+        used = 0
+        count, tone_count = len(cells), len(tones)
+        for n, (i, w, column) in enumerate(self._plan):
+            text = cells[i] if i < count else ""
+            if text.isascii() and len(text) <= w:
+                text = text.rjust(w) if column.kind is Kind.NUMBER else text.ljust(w)
+                used += w
+            else:
+                text = _fit(text, w, column)
+                used += cell_len(text)  # (as `Strip` measures it)
+            tone = tones[i] if i < tone_count else None
+            style = styles.get(tone)
+            if style is None:
+                style = styles[tone] = self._cell_style(row_style, tone, focused)
             if n:
-                segments.append(Segment(" " * GAP, row_style))
-            segments.append(Segment(text, style))
-        return Strip(Segment.simplify(segments)).adjust_cell_length(width, row_style)
+                if row_style is not run_style and row_style != run_style:
+                    segments.append(Segment("".join(run), run_style))
+                    run, run_style = [], row_style
+                run.append(" " * GAP)
+                used += GAP
+            if style is not run_style and style != run_style:
+                if run:
+                    segments.append(Segment("".join(run), run_style))
+                run, run_style = [], style
+            run.append(text)
+        if run:
+            segments.append(Segment("".join(run), run_style))
+        if used < width:
+            segments.append(Segment(" " * (width - used), row_style))
+        elif used > width:
+            return Strip(segments).adjust_cell_length(width, row_style)
+        return Strip(segments, width)
+
+    def _cell_styles(self, row_style: Style, focused: bool) -> dict[str | None, Style]:
+        """A row style's cell styles by tone, kept until the theme changes."""
+        key = (row_style, focused)
+        found = self._tone_styles.get(key)
+        if found is None:
+            found = self._tone_styles[key] = {}
+        return found
+
+    def _cell_style(self, row_style: Style, tone: str | None, focused: bool) -> Style:
+        style = row_style + self._style(tone) if tone else row_style
+        return style + self._style("cursor") if focused else style
 
     def _header_strip(self, width: int, base: Style) -> Strip:
         style = base + self._style("header")
