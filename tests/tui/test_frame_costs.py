@@ -458,3 +458,88 @@ async def test_a_row_line_is_what_rich_would_simplify_it_to() -> None:
                             compared += 1
         app = _MixedApp()
     assert compared == 4 * 2 * 4 * 4
+
+
+class _LongMixedApp(_MixedApp):
+    # (an ANSI colour, which the line filter turns into a true colour)
+    CSS = _MixedApp.CSS + "ViewTable > .viewtable--muted { color: ansi_red; }"
+    ROWS = [(str(1000 + i), str(i % 9), ("running", "pending", "suspended")[i % 3], f"gpu-{i:02d}", f"job {i} \x07")
+            for i in range(80)]  # fmt: skip
+
+
+async def test_a_table_without_a_box_hands_textual_the_lines_its_own_path_would_draw() -> None:
+    """`ViewTable.render_lines` past Textual's styles cache (no border, padding, tint...) gives
+    segment for segment the lines `Widget.render_lines` gives, whole or cropped, scrolled, with
+    the cursor, a selection, with and without focus, and under a theme whose line filter turns
+    ANSI colours into true colours, in a dark and a light theme; with padding it is Textual's own path again."""
+    from textual.geometry import Region
+    from textual.widget import Widget
+
+    def both(table: ViewTable, crop: Region) -> tuple[list[Any], list[Any]]:
+        table._frame = table._frame_state()
+        try:
+            ours = table.render_lines(crop)
+            table._styles_cache.clear()
+            theirs = Widget.render_lines(table, crop)
+        finally:
+            table._frame = None
+        return [(list(s), s.cell_length) for s in ours], [(list(s), s.cell_length) for s in theirs]
+
+    app = _LongMixedApp()
+    compared = 0
+    async with app.run_test(size=(70, 14)) as pilot:
+        await pilot.pause()
+        table = app.query_one(ViewTable)
+        assert table._unboxed()
+        w, h = table.region.size
+        crops = (Region(0, 0, w, h), Region(3, 2, w - 9, 5), Region(0, h - 1, w, 1))
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            for step in range(6):
+                if step == 1:
+                    table.focus()
+                elif step == 2:
+                    table.action_cursor(15)  # past the screen: scrolled
+                elif step == 3:
+                    table.selected = {"1016", "1017"}
+                    table.refresh()
+                elif step == 4:
+                    app.set_focus(None)
+                elif step == 5:
+                    table.scroll_to(y=60, animate=False, immediate=True)
+                await pilot.pause()
+                for crop in crops:
+                    ours, theirs = both(table, crop)
+                    assert ours == theirs, (theme, step, crop)
+                    compared += 1
+        assert app.get_line_filters(), "no line filter was in play"
+        table.styles.padding = (0, 1)
+        await pilot.pause()
+        assert not table._unboxed()
+        ours, theirs = both(table, crops[0])
+        assert ours == theirs
+        assert all(s[0][0].text == " " for s in ours), "the padding is not drawn"
+    assert compared == 2 * 6 * 3
+
+
+async def test_a_scroll_by_a_row_hands_textual_the_same_line_objects_for_the_rows_still_shown() -> None:
+    """What lets Textual's per-strip caches (filters, the compositor's cuts, crops) serve a
+    scroll: the lines of rows that stay on screen are the very strips of the frame before."""
+    from textual.geometry import Region
+
+    app = _LongMixedApp()
+    async with app.run_test(size=(70, 14)) as pilot:
+        await pilot.pause()
+        table = app.query_one(ViewTable)
+        table.focus()
+        table.action_cursor(30)
+        await pilot.pause()
+        crop = Region(0, 0, *table.region.size)
+        before = table.render_lines(crop)
+        table.scroll_to(y=table.scroll_y + 1, animate=False, immediate=True)
+        await pilot.pause()
+        after = table.render_lines(crop)
+        # (line 0 is the header; the cursor's row is drawn anew when it moves, not when it scrolls)
+        assert len(before) == len(after) > 4
+        assert all(a is b for a, b in zip(after[1:-1], before[2:], strict=True))
+        assert after[0] is not before[0] or list(after[0]) == list(before[0])

@@ -30,6 +30,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar
 from textual.strip import Strip
+from textual.style import Style as TextualStyle
 
 from gpuq.textsafe import cell_width, visible
 from gpuq.tui.keymap import bindings
@@ -169,6 +170,8 @@ class ViewTable(ScrollView, can_focus=True):
         self._strips: dict[tuple[int, int, bool, bool, bool], Strip] = {}
         #: while a frame is drawn (`render_lines`): its width, top row and focus
         self._frame: tuple[int, int, bool] | None = None
+        #: whether the last frame was drawn by `_unboxed_lines`, past Textual's styles cache
+        self._drew_unboxed = False
 
     # -- data
 
@@ -326,12 +329,60 @@ class ViewTable(ScrollView, can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """A frame's lines of this table, with what they share (the layout checked, the width,
-        the top row, the focus) found once for all of them: on a scroll every line is drawn."""
+        the top row, the focus) found once for all of them: on a scroll every line is drawn.
+
+        A table without a box (no border, outline, padding, hatch, tint or opacity, as the
+        console's CSS has it) hands Textual the lines `render_line` memoizes, padded and filtered
+        as Textual's styles cache would: that cache wraps each line in a new strip on every frame,
+        so a scroll by one row ran every line on screen through the line filters and the
+        compositor's cuts again; the same strip objects keep the results those cache per strip.
+        A table with a box is drawn by Textual's own path (the test of this compares the two)."""
         self._frame = self._frame_state()
         try:
-            return super().render_lines(crop)
+            if not self._unboxed():
+                if self._drew_unboxed:  # (lines Textual's cache kept from before are stale now)
+                    self._styles_cache.clear()
+                    self._drew_unboxed = False
+                return super().render_lines(crop)
+            self._drew_unboxed = True
+            return self._unboxed_lines(crop)
         finally:
             self._frame = None
+
+    def _unboxed(self) -> bool:
+        """Whether Textual would draw each line as it is, only padded to the width and filtered."""
+        styles = self.styles
+        return (
+            not any(edge for edge, _ in styles.border)
+            and not any(edge for edge, _ in styles.outline)
+            and not any(styles.padding)
+            and not styles.tint.a
+            and styles.text_opacity == 1.0
+            and self.opacity == 1.0
+            and not (styles.has_rule("hatch") and styles.hatch != "none")
+        )
+
+    def _unboxed_lines(self, crop: Region) -> list[Strip]:
+        """`Widget.render_lines` for a table without a box, on the memoized strips."""
+        width, height = self.region.size
+        base_background, background = self.background_colors
+        inner = TextualStyle(background=base_background + background).rich_style
+        filters = self.get_line_filters()
+        hover = self.hover_style
+        link_style = (self.link_style_hover if self.auto_links and hover._link_id and hover._meta
+                      and "@click" in hover.meta else None)  # fmt: skip
+        strips: list[Strip] = []
+        for y in crop.line_range:
+            line = self.render_line(y).adjust_cell_length(width, inner) if y < height else Strip.blank(width, inner)
+            for line_filter in filters:
+                line = line.apply_filter(line_filter, background)
+            if link_style:
+                line = line.style_links(hover.link_id, link_style)
+            strips.append(line)
+        if crop.column_span != (0, width):
+            x1, x2 = crop.column_span
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
 
     def _frame_state(self) -> tuple[int, int, bool]:
         self._ensure_layout()
