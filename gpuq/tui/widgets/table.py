@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from math import ceil
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -242,15 +243,15 @@ class ViewTable(ScrollView, can_focus=True):
         jump; widened when a row needs more), then the columns that fit."""
         spec = self._data.spec
         widths = self._widths
-        for i, column in enumerate(spec.columns):
-            need = widths.get(column.name, cell_width(self._header_text(column)))
-            for index in self._visible_range():
-                cells = self._row(index)[0]
-                if i < len(cells):
-                    w = cell_width(cells[i])
-                    if w > need:
-                        need = w
-            widths[column.name] = need
+        # (column by column over the rows' cells, each row's fetched once: the first frame of
+        # new rows lays them out)
+        rows = [self._row(index)[0] for index in self._visible_range()]
+        by_column: list[tuple[str, ...]] = list(zip_longest(*rows, fillvalue="")) if rows else []
+        for i, spec_column in enumerate(spec.columns):
+            need = widths.get(spec_column.name, cell_width(self._header_text(spec_column)))
+            if i < len(by_column):
+                need = max(need, *map(cell_width, by_column[i]))
+            widths[spec_column.name] = need
         available = self.scrollable_content_region.width or self.size.width
         keep = sorted(spec.columns, key=lambda c: c.rank)
         chosen: list[Column] = []
