@@ -246,7 +246,7 @@ class ViewTable(ScrollView, can_focus=True):
         # (column by column over the rows' cells, each row's fetched once: the first frame of
         # new rows lays them out)
         rows = [self._row(index)[0] for index in self._visible_range()]
-        by_column: list[tuple[str, ...]] = list(zip_longest(*rows, fillvalue="")) if rows else []
+        by_column: list[tuple[str, ...]] = list(zip_longest(*rows, fillvalue=""))
         for i, spec_column in enumerate(spec.columns):
             need = widths.get(spec_column.name, cell_width(self._header_text(spec_column)))
             if i < len(by_column):
@@ -365,20 +365,16 @@ class ViewTable(ScrollView, can_focus=True):
 
     def _unboxed_lines(self, crop: Region) -> list[Strip]:
         """`Widget.render_lines` for a table without a box, on the memoized strips."""
-        width, height = self.region.size
+        width = self.region.width
         base_background, background = self.background_colors
         inner = TextualStyle(background=base_background + background).rich_style
         filters = self.get_line_filters()
-        hover = self.hover_style
-        link_style = (self.link_style_hover if self.auto_links and hover._link_id and hover._meta
-                      and "@click" in hover.meta else None)  # fmt: skip
+        # (Textual also restyles a hovered link; a table's cells are plain text, with no links)
         strips: list[Strip] = []
         for y in crop.line_range:
-            line = self.render_line(y).adjust_cell_length(width, inner) if y < height else Strip.blank(width, inner)
+            line = self.render_line(y).adjust_cell_length(width, inner)
             for line_filter in filters:
                 line = line.apply_filter(line_filter, background)
-            if link_style:
-                line = line.style_links(hover.link_id, link_style)
             strips.append(line)
         if crop.column_span != (0, width):
             x1, x2 = crop.column_span
