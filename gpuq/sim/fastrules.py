@@ -1,22 +1,25 @@
 """The policy as the simulator's event loop reads it: its numbers, and its rules on `SimJob`s.
 
-Each rule is defined once, in the rule kernel (`gpuq.policy.rules`). The loop asks three of them
+Each rule is defined once, in the rule kernel (`gpuq.policy.rules`). The loop asks some of them
 for every candidate victim and every queued job, so they are kept here as inline copies on a
 SimJob's own fields: a queued job's effective priority (`queued_priority`), a running job's
-(`running_priority`), and the GPU-seconds a preemption would lose (`lost`, which `cost` weighs).
-They compute the kernel's very expressions on the very floats (times on the microsecond grid,
-which the model's datetimes hold exactly), so they agree with it bit for bit;
-tests/sim/test_rule_copies.py checks that over generated jobs. Everything the loop asks less
-often (protections, the requester's urgent quota) calls the kernel itself.
+(`running_priority`), the GPU-seconds a preemption would lose (`lost`, which `cost` weighs), and
+the time-limited protections (`protected_at`, `protected_until`: exemption, minimum runtime, 24 h
+cap), which the loop asks once per run of a possible victim (an interpreted kernel call from the
+compiled loop cost more than the rest of the scan). They compute the kernel's very expressions on
+the very floats (times on the microsecond grid, which the model's datetimes hold exactly), so
+they agree with it bit for bit; tests/sim/test_rule_copies.py checks that over generated jobs.
+What the loop asks less often (the requester's urgent quota, any job's effective priority for
+the views) calls the kernel itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gpuq.model import JobClass
+from gpuq.model import DAY_S, JobClass
 from gpuq.policy.config import Policy
-from gpuq.policy.rules import effective_priority_of, protected_until, requester_priority_of, time_protected
+from gpuq.policy.rules import effective_priority_of, requester_priority_of, too_young
 from gpuq.sim.jobs import SimJob, on_grid, strictly_after
 
 __all__ = ["ClassInfo", "FastRules"]
@@ -54,6 +57,7 @@ class FastRules:
         self.lw = policy.lost_work_weight
         self.pw = policy.priority_weight
         self.gated = self.min_runtime > 0 or self.cap > 0  # time-limited protections
+        self.young_at_start = too_young(0.0, self.min_runtime)  # a job is protected as it starts
         self.cinfo = {}
         for cls in self.classes:
             self.class_info(cls.name)
@@ -119,24 +123,58 @@ class FastRules:
             cost += self.pw * job.rep
         return cost
 
-    # ---- the kernel itself (asked once per start or decision, not per event) --------------------
+    def protected_at(self, job: SimJob, now: float) -> bool:
+        """`rules.time_protected` for a running job: exempt, younger than the minimum runtime,
+        or preempted `cap` times in the 24 h up to `now`."""
+        exempt_until = job.exempt_until
+        if exempt_until is not None and exempt_until > now:
+            return True
+        min_runtime = self.min_runtime
+        if min_runtime > 0 and now - job.run_start < min_runtime:  # type: ignore[operator]
+            return True
+        cap = self.cap
+        if cap <= 0:
+            return False
+        since = now - DAY_S
+        recent = 0
+        for t in job.preempt_times:
+            if since < t <= now:
+                recent += 1
+        return recent >= cap
+
+    def protected_until(self, job: SimJob, now: float) -> float:
+        """`rules.protected_until` for a running job: when its exemption, minimum runtime and
+        24 h cap have all lapsed as things stand at `now` (0.0: none protects it now)."""
+        start: float = job.run_start  # type: ignore[assignment]
+        until = 0.0
+        exempt_until = job.exempt_until
+        if exempt_until is not None and exempt_until > now:
+            until = exempt_until
+        min_runtime = self.min_runtime
+        if min_runtime > 0 and now - start < min_runtime:
+            until = max(until, start + min_runtime)
+        cap = self.cap
+        if cap > 0:
+            since = now - DAY_S
+            window = sorted([t for t in job.preempt_times if since < t <= now])
+            if len(window) >= cap:
+                until = max(until, window[len(window) - cap] + DAY_S)
+        return until
 
     def protection_end(self, job: SimJob, now: float) -> float:
         """When a running victim stops being protected (0.0 = not protected now): the first tick
-        at which the kernel no longer protects it. `rules.protected_until` gives the moment; on
-        the microsecond grid `rules.time_protected` has the last word, so the simulator and the
-        policy engine never disagree at the boundary."""
-        start: float = job.run_start  # type: ignore[assignment]
-        times = job.preempt_times
-        until = protected_until(exempt_until=job.exempt_until, start=start, min_runtime_s=self.min_runtime,
-                                preemption_times=times, cap=self.cap, now=now)  # fmt: skip
+        at which the kernel no longer protects it. `protected_until` gives the moment; on the
+        microsecond grid `protected_at` has the last word, so the simulator and the policy
+        engine never disagree at the boundary. Asked once per run of a job, when first needed."""
+        until = self.protected_until(job, now)
         if until <= 0.0:
             return 0.0
         tick = on_grid(until)
-        while time_protected(exempt_until=job.exempt_until, start=start, min_runtime_s=self.min_runtime,
-                             preemption_times=times, cap=self.cap, now=tick):  # fmt: skip
+        while self.protected_at(job, tick):
             tick = strictly_after(tick)
         return tick
+
+    # ---- the kernel itself (asked once per decision, not per event) -----------------------------
 
     def prot_of(self, job: SimJob, now: float) -> float:
         """When a running job's protections end (0.0: none protects it), `protection_end` the

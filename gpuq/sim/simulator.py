@@ -29,7 +29,6 @@ from typing import Any, Final
 
 from gpuq.model import Job, JobClass, Node, Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
-from gpuq.policy.rules import too_young
 from gpuq.sim import actions, convert
 from gpuq.sim.cluster import Gpus
 from gpuq.sim.convert import Why
@@ -461,7 +460,7 @@ class Simulator:
         # A start only takes GPUs: what a blocked head was told stands unless the new job may be
         # a victim now; one protected for a while yet is asked about when its protections end.
         if job.listed:
-            if job.prot < 0 and too_young(0.0, self.rules.min_runtime):  # (protected now, surely)
+            if job.prot < 0 and self.rules.young_at_start:  # (protected now, surely)
                 if self.blocked is not None:  # not a victim before its minimum runtime: ask then
                     self._recheck(now + self.rules.min_runtime)
             elif self.rules.prot_of(job, now) <= now:

@@ -310,6 +310,26 @@ def test_requester_priority_counts_urgency_within_the_tenants_quota() -> None:
     assert over and within
 
 
+def test_the_time_limited_protections_are_the_kernels() -> None:
+    rng = random.Random(SEED + 4)
+    moments = 0
+    for policy, rules, job, now in RUNNING_JOBS:
+        assert job.run_start is not None
+        # (now, and moments around the ends of the minimum runtime, the exemption and the cap)
+        ends = [job.run_start + policy.min_runtime_s, *(t + DAY_S for t in job.preempt_times)]
+        if job.exempt_until is not None:
+            ends.append(job.exempt_until)
+        for when in (now, *(near(rng, e) for e in ends)):
+            moments += 1
+            assert rules.protected_at(job, when) == _protected(policy, job, when), (job.id, when)
+            until = protected_until(
+                exempt_until=job.exempt_until, start=job.run_start, min_runtime_s=policy.min_runtime_s,
+                preemption_times=job.preempt_times, cap=policy.max_preemptions_per_day, now=when,
+            )  # fmt: skip
+            assert rules.protected_until(job, when) == until, (job.id, when)
+    assert moments > len(RUNNING_JOBS)
+
+
 def test_protection_end_is_the_first_tick_the_kernel_does_not_protect() -> None:
     protected = 0
     for policy, rules, job, now in RUNNING_JOBS:
