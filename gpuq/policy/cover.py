@@ -19,6 +19,7 @@ from gpuq.model import JobIdKey
 __all__ = ["Best", "Item", "best_single_node", "search_node"]
 
 _EPS = 1e-6
+_INF = float("inf")
 
 #: (cost, job-id key, GPUs the job holds on this node, effective priority, start time, job id)
 Item = tuple[float, JobIdKey, int, float, float, str]
@@ -32,49 +33,64 @@ class Best:
     def __init__(self) -> None:
         self.key: tuple[object, ...] | None = None
         self.choice: tuple[list[Item], str] | None = None
-        self.limit = float("inf")
+        self.limit = _INF
+
+
+def _consider(best: Best, chosen: list[Item], node: str, cost: float, top: float, starts: float) -> None:
+    """Keep `chosen` (its costs summing to `cost`, in order; highest priority `top`; start times
+    summing to `starts`) if its key is the least so far. The ids are sorted only for a set whose
+    other fields do not already lose."""
+    head = (round(cost, 6), len(chosen), top, -starts)
+    known = best.key
+    if known is not None and head > known[:4]:
+        return
+    key = (*head, tuple(sorted([item[1] for item in chosen])), node)
+    if known is None or key < known:
+        best.key, best.choice = key, (list(chosen), node)
+        best.limit = min(best.limit, head[0])
 
 
 def search_node(node: str, need: int, eligible: Sequence[Item], best: Best) -> None:
     """Every set of victims on `node` that just covers `need` GPUs, pruned by cost (as the engine)."""
-    items = sorted(eligible, key=lambda item: (item[0], item[1]))
+    items = sorted(eligible)  # by (cost, id key): ids are unique, so the later fields never decide
     count = len(items)
+    if count == 1:  # (the common case: one set, if that)
+        item = items[0]
+        if item[2] >= need and not item[0] > best.limit + _EPS:
+            _consider(best, items, node, item[0], item[3], item[4])
+        return
     suffix = [0] * (count + 1)
+    total = 0
     for i in range(count - 1, -1, -1):
-        suffix[i] = suffix[i + 1] + items[i][2]
-    if suffix[0] < need:
+        total += items[i][2]
+        suffix[i] = total
+    if total < need:
         return
     chosen: list[Item] = []
 
-    def search(i: int, freed: int, cost: float) -> None:
+    # The key's sums and maximum are carried down the recursion (no pass over `chosen` per set).
+    def search(i: int, freed: int, cost: float, top: float, starts: float) -> None:
         if freed >= need:
-            key = (
-                round(sum(item[0] for item in chosen), 6),
-                len(chosen),
-                max(item[3] for item in chosen),
-                -sum(item[4] for item in chosen),
-                tuple(sorted(item[1] for item in chosen)),
-                node,
-            )
-            if best.key is None or key < best.key:
-                best.key, best.choice = key, (list(chosen), node)
-                best.limit = min(best.limit, key[0])
+            _consider(best, chosen, node, cost, top, starts)
             return
         if i == count or freed + suffix[i] < need:
             return
         item = items[i]
-        if cost + item[0] > best.limit + _EPS:  # sorted by cost: no later item is cheaper
+        item_cost = item[0]
+        if cost + item_cost > best.limit + _EPS:  # sorted by cost: no later item is cheaper
             return
         chosen.append(item)
-        search(i + 1, freed + item[2], cost + item[0])
+        rep = item[3]
+        search(i + 1, freed + item[2], cost + item_cost, rep if rep > top else top,
+               starts + item[4])  # fmt: skip
         chosen.pop()
-        search(i + 1, freed, cost)
+        search(i + 1, freed, cost, top, starts)
 
-    search(0, 0, 0.0)
+    search(0, 0, 0.0, -_INF, 0.0)
     search = _searched  # (it refers to itself: the cycle would outlive the call where gc is off)
 
 
-def _searched(i: int, freed: int, cost: float) -> None:
+def _searched(i: int, freed: int, cost: float, top: float, starts: float) -> None:
     """What `search_node`'s recursive search is set to once it is done."""
 
 
