@@ -200,31 +200,47 @@ def cheapest_single(sim: Simulator, head_ep: float, now: float) -> tuple[SimJob,
     return None if best is None else (best, best_cost)
 
 
+def _per_gpu_cost(item: tuple[float, int, SimJob]) -> float:
+    return item[0] / item[1]
+
+
 def candidate_nodes(sim: Simulator, eligible: list[SimJob], need_gpus: int, now: float) -> tuple[list[int], PerNode]:
     """Nodes that can hold the optimum: enough eligible GPUs, and a cost lower bound (the
     engine's own: missing GPUs × cheapest cost per GPU) no higher than the best greedy plan.
     Also, per node, its eligible victims as (cost, GPUs on the node, job)."""
     free_n = sim.gpus.free_n
     extra = [0] * len(free_n)
+    touched: list[int] = []  # (the nodes with eligible victims: most hold none)
     for job in eligible:
         for i, n in job.place:
+            if not extra[i]:
+                touched.append(i)
             extra[i] += n
-    usable = {i for i, n in enumerate(extra) if n and free_n[i] + n >= need_gpus}
-    if not usable:
+    usable = [False] * len(free_n)
+    some = False
+    for i in touched:
+        if free_n[i] + extra[i] >= need_gpus:
+            usable[i] = some = True
+    if not some:
         return [], {}
     rules = sim.rules
     per_node: PerNode = {}
     for job in eligible:
         cost = -1.0
         for i, n in job.place:
-            if i in usable:
+            if usable[i]:
                 if cost < 0:  # costs only for jobs that matter
                     cost = rules.cost(job, now)
-                per_node.setdefault(i, []).append((cost, n, job))
+                listed = per_node.get(i)
+                if listed is None:
+                    per_node[i] = [(cost, n, job)]
+                else:
+                    listed.append((cost, n, job))
     bounds: list[tuple[float, float, int]] = []
     for i, items in per_node.items():
         need = need_gpus - free_n[i]
-        items.sort(key=lambda item: item[0] / item[1])
+        if len(items) > 1:
+            items.sort(key=_per_gpu_cost)
         lower = need * items[0][0] / items[0][1]
         upper, freed = 0.0, 0
         for cost, n, _ in items:
@@ -250,7 +266,7 @@ def exact_single_node(sim: Simulator, head: SimJob, nodes: list[int], per_node: 
     choice: Choice | None = None
     if found is not None:
         items, node = found
-        items.sort(key=lambda item: (item[0], item[1]))  # the engine lists victims by cost, then id
+        items.sort()  # the engine lists victims by cost, then id (ids are unique: nothing after decides)
         running = sim.running
         choice = ([(running[item[5]], item[0]) for item in items], (node,))
     if sim.check_fast_path:
