@@ -11,7 +11,7 @@ from typing import Final
 
 from gpuq.sim.jobs import SimJob
 
-__all__ = ["AGE", "ARRIVE", "DRAIN", "FINISH", "GENERATE", "KIND_NAMES", "PASS", "RECHECK", "Event"]
+__all__ = ["AGE", "AGES", "ARRIVE", "DRAIN", "FINISH", "GENERATE", "KIND_NAMES", "PASS", "RECHECK", "Event"]
 
 # Small ints: compared only for equality in the loop; Final, so the compiled loop uses the numbers
 # themselves instead of looking the names up.
@@ -22,8 +22,10 @@ DRAIN: Final = 3
 RECHECK: Final = 4
 GENERATE: Final = 5
 PASS: Final = 6
+#: the wake-up for the jobs lined up to start aging (`gpuq.sim.aging`); never saved
+AGES: Final = 7
 #: The event kinds by name, in the order of their numbers (saved state names them).
-KIND_NAMES: Final = ("arrive", "finish", "age", "drain", "recheck", "generate", "pass")
+KIND_NAMES: Final = ("arrive", "finish", "age", "drain", "recheck", "generate", "pass", "ages")
 
 #: (time, sequence number, kind, job, version): a job's events are stale once its version moved.
 Event = tuple[float, int, int, "SimJob | None", int]

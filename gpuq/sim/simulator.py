@@ -12,7 +12,8 @@ head outranks the cheapest running victim by more than Δ, and enough unprotecte
 and a "no" is remembered until a job starts that may be a victim at once, the head changes, or
 jobs stop where the head could then fit (`victims.still_blocked`), or until the next moment a
 protection (min runtime, exemption, 24 h cap) expires or aging closes the gap — those moments
-are exact events too.
+are exact events too. Waiting jobs that will start to age are lined up per class with one
+wake-up in the heap (`gpuq.sim.aging`), not an event each: most start before that moment.
 
 Around it, on the attributes and methods without a leading underscore: `convert` turns the
 state into model objects, `actions` holds the operator actions (an operator's suspension
@@ -30,9 +31,10 @@ from typing import Any, Final
 from gpuq.model import Job, JobClass, Node, Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.sim import actions, convert
+from gpuq.sim.aging import AgingLines
 from gpuq.sim.cluster import Gpus
 from gpuq.sim.convert import Why
-from gpuq.sim.events import AGE, ARRIVE, DRAIN, FINISH, GENERATE, PASS, RECHECK, Event
+from gpuq.sim.events import AGE, AGES, ARRIVE, DRAIN, FINISH, GENERATE, PASS, RECHECK, Event
 from gpuq.sim.fastrules import FastRules
 from gpuq.sim.gcpause import gc_paused
 from gpuq.sim.jobs import (
@@ -139,6 +141,9 @@ class Simulator:
         self.on_node: list[dict[SimJob, int]] = [{} for _ in self.gpus.names]  # running job -> its GPUs there
         self.recheck_ver = 0
         self.recheck_at = _INF
+        self.aging = AgingLines()  # queued jobs lined up to start aging, with one wake-up (AGES)
+        self.age_wake = _INF  # when that wake-up comes
+        self.age_ver = 0
         self.idle_gpu_s = 0.0
         self.closed_gpu_s = 0.0  # GPU-seconds of runs that have ended
         self.events_processed = 0
@@ -282,6 +287,15 @@ class Simulator:
             elif kind == RECHECK and ver != self.recheck_ver:
                 pop(events)
                 continue
+            elif kind == AGES:
+                if ver != self.age_ver:
+                    pop(events)
+                    continue
+                due = self.aging.next_due()
+                if due > t:  # the job it woke for started (or was queued anew) since
+                    pop(events)
+                    self._wake_aging(due)
+                    continue
             if t != self.now or t > until:
                 if dirty:  # leaving this instant: schedule first (it may add events at this instant)
                     dirty = False
@@ -306,6 +320,13 @@ class Simulator:
             elif kind == RECHECK:
                 self.recheck_at = _INF
                 self.blocked = None
+            elif kind == AGES:
+                aged = self.aging.pop_due(t)
+                for waiting in aged:
+                    self.enqueue(waiting)
+                processed += len(aged) - 1  # (each job that starts to age counts, as its own event did)
+                self.blocked = None
+                self._wake_aging(self.aging.next_due())
             elif kind == PASS:
                 self._pass()
             else:
@@ -374,7 +395,23 @@ class Simulator:
         else:
             job.aging = False
             self.queue.push(job, float(job.priority), 0.0, 0.0)
-            self.push(ages_at, AGE, job, job.qver)
+            self._age_later(job, ages_at)
+
+    def _age_later(self, job: SimJob, ages_at: float) -> None:
+        """Have a queued job start to age at `ages_at` (`gpuq.sim.aging`)."""
+        when = on_grid(ages_at)
+        self.seq += 1
+        if not self.aging.add(job, when, self.seq):  # (out of its class's order: an event of its own)
+            heapq.heappush(self.events, (when, self.seq, AGE, job, job.qver))
+        elif when < self.age_wake:
+            self._wake_aging(when)
+
+    def _wake_aging(self, when: float) -> None:
+        """Wake up for the lined-up jobs at `when` (none: inf), instead of any earlier wake-up."""
+        self.age_wake = when
+        self.age_ver += 1
+        if when < _INF:  # (off the sequence numbers: a restored run, its jobs' own events, uses the same)
+            heapq.heappush(self.events, (when, -self.age_ver, AGES, None, self.age_ver))
 
     def _recheck(self, when: float) -> None:
         when = max(when, strictly_after(self.now))  # never at this instant again: no livelock

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from gpuq.model import JobClass
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.sim.convert import reason
-from gpuq.sim.events import AGE, DRAIN, FINISH, KIND_NAMES, RECHECK, Event
+from gpuq.sim.events import AGE, AGES, DRAIN, FINISH, KIND_NAMES, RECHECK, Event
 from gpuq.sim.jobs import PENDING, RUNNING, SUSPENDED, SimJob
 from gpuq.sim.planner import Planner
 from gpuq.sim.queue import PendingQueue
@@ -54,8 +54,7 @@ def dump(sim: Simulator) -> dict[str, Any]:
         "history": [j.to_dict() for j in sim.history],
         "events": [
             [t, seq, KIND_NAMES[kind], None if job is None else job.id, ver]
-            for t, seq, kind, job, ver in sorted(sim.events)
-            if _live(sim, (t, seq, kind, job, ver))
+            for t, seq, kind, job, ver in sorted(_pending(sim), key=_order)
         ],
         "preemption_events": [  # (from the log itself: no model objects just to read them back)
             [t, victim, by, gpus, lost, mode.value, reason(by, why)]
@@ -123,6 +122,21 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
     return sim
 
 
+def _pending(sim: Simulator) -> Iterator[Event]:
+    """The events that still stand: the heap's live ones, and each job lined up to start aging
+    as an event of its own (the form a restored simulator takes them back in)."""
+    for event in sim.events:
+        if _live(sim, event):
+            yield event
+    for when, seq, job, ver in sim.aging.entries():
+        if job.id in sim.queue.jobs:
+            yield (when, seq, AGE, job, ver)
+
+
+def _order(event: Event) -> tuple[float, int]:
+    return (event[0], event[1])
+
+
 def _live(sim: Simulator, event: Event) -> bool:
     """Whether a pending event still stands (saved state leaves stale ones out)."""
     _, _, kind, job, ver = event
@@ -132,7 +146,7 @@ def _live(sim: Simulator, event: Event) -> bool:
         return job is not None and job.qver == ver and job.id in sim.queue.jobs
     if kind == RECHECK:
         return ver == sim.recheck_ver
-    return True
+    return kind != AGES  # (its jobs are saved as events of their own)
 
 
 def _restore_jobs(sim: Simulator, jobs: Iterable[SimJob], unseen: Iterable[str], held: Mapping[str, float]) -> None:

@@ -10,6 +10,7 @@ from gpuq.errors import NotFound, Refused
 from gpuq.model import Job, JobClass, JobState, from_epoch
 from gpuq.policy.config import ClassPolicy, Mode, Policy
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, WorkloadStream, actions, convert
+from gpuq.sim.events import AGE, AGES, Event
 from gpuq.sim.state import dump
 
 from .helpers import check_invariants, step_all
@@ -90,6 +91,42 @@ def test_aging_promotes_a_waiting_job_at_the_exact_moment() -> None:
     assert (victim, by) == ("R", "P")
     assert when == pytest.approx(150.5, abs=1e-6)
     assert next(j for j in sim.history if j.id == "P").end == pytest.approx(160.5)
+
+
+def test_waiting_jobs_start_to_age_on_time_from_one_wake_up() -> None:
+    # 200 jobs wait behind one that outranks them all, each starting to age 100 s after it was
+    # queued. Lined up per class (gpuq.sim.aging), they take one wake-up in the event heap, not
+    # an event each; a job queued again out of that order (an operator's change keeps its
+    # queueing time) gets an event of its own. Each ages at its very moment either way.
+    classes = (JobClass("old", priority=0, max_wait_s=100.0), JobClass("batch"))
+    sim = _sim(Policy(default_aging_rate=60.0), classes=classes)
+    sim.submit([_job("R", 0, 10_000, 10**6), *(_job(f"P{i}", 1 + i, 10, 0, cls="old") for i in range(200))])
+    sim.submit(_job("Q", 10, 10, 0, cls="old"))  # (with P9: two jobs start to age at 110)
+
+    def aging() -> set[str]:
+        return {job.id for job in sim.queue.jobs.values() if job.aging}
+
+    def age_events() -> list[Event]:
+        return [event for event in sim.events if event[2] in (AGE, AGES)]
+
+    sim.run_until(50.5)
+    assert len(age_events()) == 1 and aging() == set()
+    before = sim.events_processed
+    sim.run_until(150.5)
+    assert aging() == {"Q", *(f"P{i}" for i in range(50))}  # P{i} queued at 1 + i: aging from 101 + i
+    arrivals = 100  # (P50 ... P149, at 51 ... 150)
+    assert sim.events_processed - before == arrivals + 51  # (each job that starts to age counts)
+    sim.run_until(250.5)
+    sim.changed(sim.jobs["P150"])  # queued at 151, so aging from 251: before P199's 300
+    assert [e[3] for e in age_events() if e[2] == AGE] == [sim.jobs["P150"]]
+    sim.run_until(250.99)
+    assert "P150" not in aging() and "P149" in aging()
+    sim.run_until(251.0)
+    assert "P150" in aging() and "P151" not in aging()
+    sim.run_until(400)
+    assert aging() == {"Q", *(f"P{i}" for i in range(200))}
+    assert age_events() == []
+    check_invariants(sim)
 
 
 def test_requeue_restarts_from_the_last_reported_checkpoint() -> None:
