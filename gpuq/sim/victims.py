@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Final
 from gpuq.model import JobIdKey
 from gpuq.policy.cover import best_single_node
 from gpuq.sim.convert import Why, for_job, model_job, planner_snapshot
+from gpuq.sim.fastrules import FastRules
 from gpuq.sim.jobs import SimJob, strictly_after
 from gpuq.sim.planner import engine_planner
 
@@ -58,6 +59,10 @@ _INF: Final = math.inf
 Choice = tuple[list[tuple[SimJob, Why]], tuple[str, ...]]
 #: Per candidate node index, its eligible victims as (cost, GPUs on the node, job).
 PerNode = dict[int, list[tuple[float, int, SimJob]]]
+
+#: The most ticks `crossing` steps from the straight line's moment (it is a few ticks off at most;
+#: a priority too large for a tick to move it can take more: then a later look settles it).
+_STEPS: Final = 64
 
 #: Two costs this far apart (GPU-seconds) compare the same rounded to 6 decimals as the engine
 #: rounds them (rounding moves each by at most 0.5e-6).
@@ -108,12 +113,25 @@ class VictimIndex:
         return None
 
 
-def crossing(head_ep: float, head_rate: float, threshold: float, now: float) -> float:
-    """First time an aging head's priority exceeds `threshold` (inf when it does not age)."""
+def crossing(rules: FastRules, head: SimJob, head_rate: float, threshold: float, now: float) -> float:
+    """The first tick after `now` at which an aging head's priority exceeds `threshold` (inf when
+    it does not age). The straight line's arithmetic may land a tick or so off; the kernel's own
+    priority (`FastRules.queued_priority`) settles the tick, so the moment is the same whenever
+    it is worked out."""
     if head_rate <= 0:
         return _INF
-    when = now + (threshold - head_ep) * 60.0 / head_rate
-    return strictly_after(max(when, now))
+    head_ep = rules.queued_priority(head, now)
+    when = strictly_after(max(now + (threshold - head_ep) * 60.0 / head_rate, now))
+    for _ in range(_STEPS):  # back while the tick before is past the threshold too ...
+        before = (round(when * 1e6) - 1) / 1e6
+        if before <= now or not rules.queued_priority(head, before) > threshold:
+            break
+        when = before
+    for _ in range(_STEPS):  # ... forward until past it
+        if rules.queued_priority(head, when) > threshold:
+            break
+        when = strictly_after(when)
+    return when
 
 
 def _single_key(cost: float, job: SimJob) -> tuple[float, float, float, JobIdKey]:
@@ -140,7 +158,7 @@ def _emptiest_first(node: tuple[int, str]) -> tuple[int, str]:
     return (-node[0], node[1])
 
 
-def scan(sim: Simulator, head_ep: float, head_rate: float, now: float) -> tuple[list[SimJob], float]:
+def scan(sim: Simulator, head: SimJob, head_ep: float, head_rate: float, now: float) -> tuple[list[SimJob], float]:
     """Running jobs the head may preempt now; and the next time that may change.
 
     `rules.protection` on the numbers `_arm` fixed at each job's start: not saving for a
@@ -150,13 +168,14 @@ def scan(sim: Simulator, head_ep: float, head_rate: float, now: float) -> tuple[
     delta = sim.rules.delta
     eligible: list[SimJob] = []
     unlock = _INF
+    nearest = _INF  # the lowest priority among those it does not outrank (yet)
     for job in sim.running.values():
         if not job.listed:  # (saving for a graceful preemption, or of a class not preemptible)
             continue
         job_ep = job.rep
         if not head_ep - job_ep > delta:
-            if head_rate > 0:
-                unlock = min(unlock, crossing(head_ep, head_rate, job_ep + delta, now))
+            if job_ep < nearest:
+                nearest = job_ep
             continue
         prot = job.prot if job.prot >= 0 else sim.rules.prot_of(job, now)
         if prot > now:
@@ -164,6 +183,8 @@ def scan(sim: Simulator, head_ep: float, head_rate: float, now: float) -> tuple[
                 unlock = prot
             continue
         eligible.append(job)
+    if head_rate > 0 and nearest < _INF:  # (an aging head passes the lowest of them first)
+        unlock = min(unlock, crossing(sim.rules, head, head_rate, nearest + delta, now))
     return eligible, unlock
 
 
@@ -379,7 +400,7 @@ def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, flo
     if lowest is None:
         return None, _INF
     if not head_ep - lowest > rules.delta:  # nobody running is low enough
-        return None, crossing(head_ep, head_rate, lowest + rules.delta, now)
+        return None, crossing(rules, head, head_rate, lowest + rules.delta, now)
     gpus = sim.gpus
     need = head.gpus
     if need == 1 and sim.fast_path:
@@ -390,7 +411,7 @@ def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, flo
             if sim.check_fast_path:
                 check_against_engine(sim, head, now, single)
             return single, _INF
-    eligible, unlock = scan(sim, head_ep, head_rate, now)
+    eligible, unlock = scan(sim, head, head_ep, head_rate, now)
     if need > gpus.per_node:
         if gpus.total_free + sum(j.gpus for j in eligible) < need:
             return None, unlock

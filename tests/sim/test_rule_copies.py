@@ -15,6 +15,7 @@ protections) is checked for putting the kernel's numbers together as the kernel 
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -33,6 +34,7 @@ from gpuq.policy.rules import (
 )
 from gpuq.sim.fastrules import FastRules
 from gpuq.sim.jobs import PENDING, RUNNING, SimJob, on_grid, strictly_after
+from gpuq.sim.victims import crossing
 from gpuq.sim.workload import JobSpec
 
 #: A fixed moment (no dependence on today's date), in whole microseconds.
@@ -347,6 +349,27 @@ def test_protection_end_is_the_first_tick_the_kernel_does_not_protect() -> None:
         before = (round(end * 1e6) - 1) / 1e6  # the tick before: still protected
         assert strictly_after(before) == end and _protected(policy, job, before), (job.id, now, end, until)
     assert protected
+
+
+def test_an_aging_head_passes_a_threshold_at_the_kernels_first_tick_whenever_it_is_asked() -> None:
+    rng = random.Random(SEED + 5)
+    asked = 0
+    for _, rules, job, now in QUEUED:
+        rate = rules.cinfo[job.cls].rate if job.aging and not job.urgent else 0.0
+        if rate <= 0:
+            assert crossing(rules, job, rate, 1e9, now) == math.inf
+            continue
+        threshold = rules.queued_priority(job, now) + rng.choice([0.0, 1e-9, 0.5, 17.3, 1000.0])
+        when = crossing(rules, job, rate, threshold, now)
+        assert when > now and when == on_grid(when)
+        assert rules.queued_priority(job, when) > threshold, (job.id, now, when)
+        before = (round(when * 1e6) - 1) / 1e6
+        assert before <= now or not rules.queued_priority(job, before) > threshold, (job.id, now, when)
+        for later in (near(rng, now + (when - now) * f) for f in (0.25, 0.5, 0.9)):  # asked again, later
+            if now <= later < when:
+                asked += 1
+                assert crossing(rules, job, rate, threshold, later) == when, (job.id, now, later, when)
+    assert asked > 100
 
 
 @pytest.mark.parametrize("name", NAMES)
