@@ -436,8 +436,11 @@ class Simulator:
             if placement is not None:
                 self._start(head, placement)
                 continue
-            if head.claim or still_blocked(self, head):
-                break  # waiting for graceful victims, or known to be stuck as things are
+            if head.claim:  # waiting for its graceful victims: a job that ages past it goes first
+                self._watch_overtake(head)
+                break
+            if still_blocked(self, head):
+                break  # known to be stuck as things are
             if outranks_nobody(self, head):
                 block(self, head)  # the common "no" on a busy cluster, without the full check
                 break
@@ -642,12 +645,19 @@ class Simulator:
             return True
         if head.claim:  # victims are saving (graceful): their stop is the next moment that matters
             self.blocked = None
+            self._watch_overtake(head)
             return False
         block(self, head)
         unlock = min(unlock, self.queue.next_overtake(head, now, self._rate_now))
         if unlock < _INF:
             self._recheck(unlock)
         return False
+
+    def _watch_overtake(self, head: SimJob) -> None:
+        """A pass when a waiting job's priority passes the head's (nothing else may happen then)."""
+        when = self.queue.next_overtake(head, self.now, self._rate_now)
+        if when < _INF:
+            self._recheck(when)
 
     def start_with(self, head: SimJob, choice: Choice) -> bool:
         """Preempt `choice`'s victims for `head` and start it on `choice`'s nodes: the scheduler's
