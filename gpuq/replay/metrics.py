@@ -1,5 +1,6 @@
 """What a replay measures, gathered as it runs: each job is recorded once, as it ends
-(`Simulator.on_retire`), into plain float arrays; nothing else of it is kept.
+(`gpuq.sim.retired`, compiled with the event loop), into plain float arrays; nothing else of it
+is kept.
 
 Definitions (README, "gpuq replay"):
 - *wait*: first start − submit (a requeued job's later waits are not counted again); jobs that
@@ -20,30 +21,18 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
-from gpuq.model import DAY_S, JobClass
+from gpuq.model import JobClass
 from gpuq.policy.config import Policy
 from gpuq.replay.model import ClassStats, ReplayResult, WaitStats
-from gpuq.sim.jobs import CANCELLED, SimJob
+from gpuq.sim.retired import Retired, most_in_a_day
 from gpuq.sla import nearest_rank
 
-__all__ = ["ALL", "Collector", "Series", "most_in_a_day", "percentiles", "wait_stats"]
+__all__ = ["ALL", "Series", "class_stats", "most_in_a_day", "percentiles", "wait_stats"]
 
 #: the key of every job together in `ReplayResult.wait_percentiles`
 ALL: Final = "all"
 #: the most points of `ReplayResult.utilisation_series`
 SERIES_POINTS: Final = 400
-
-
-def most_in_a_day(times: Sequence[float]) -> int:
-    """The most of `times` (ascending) within any 24 h window (t − 24 h, t]."""
-    best = 0
-    low = 0
-    for high, t in enumerate(times):
-        while times[low] <= t - DAY_S:
-            low += 1
-        if high - low + 1 > best:
-            best = high - low + 1
-    return best
 
 
 def wait_stats(ordered: Sequence[float], total: float) -> WaitStats:
@@ -62,66 +51,19 @@ def percentiles(ordered: Sequence[float]) -> tuple[float, ...]:
     return tuple(nearest_rank(ordered, q / 100) or 0.0 for q in range(101))
 
 
-class Collector:
-    """Each ended job's numbers (`retire`, the simulator's `on_retire`)."""
-
-    __slots__ = ("waits", "by_class", "totals", "run_s", "most_per_day", "cancelled", "last_end")
-
-    def __init__(self, classes: Sequence[JobClass]) -> None:
-        self.waits = array("d")
-        self.by_class: dict[str, array[float]] = {c.name: array("d") for c in classes}
-        self.totals: dict[str, float] = dict.fromkeys(self.by_class, 0.0)
-        self.run_s = 0.0  # seconds the jobs ran (each job counted once, whatever its GPUs)
-        self.most_per_day = 0
-        self.cancelled = 0
-        self.last_end = 0.0  # when the last job ended
-
-    def retire(self, job: SimJob) -> None:
-        start = job.first_start
-        if start is not None:
-            wait = start - job.submit
-            if wait < 0:  # (never: a job starts at or after its submission; rounding aside)
-                wait = 0.0
-            self.waits.append(wait)
-            self.by_class[job.cls].append(wait)
-            self.totals[job.cls] += wait
-        self.run_s += job.gpu_s / job.gpus
-        times = job.preempt_times
-        if times and len(times) > self.most_per_day:
-            self.most_per_day = max(self.most_per_day, most_in_a_day(times))
-        if job.state == CANCELLED:
-            self.cancelled += 1
-        self.last_end = job.end  # type: ignore[assignment]  # (jobs end in time order)
-
-    def unfinished(self, jobs: Sequence[SimJob], now: float) -> None:
-        """Jobs still in the simulator at the horizon: their running time and preemptions count
-        (their waits only when they started)."""
-        for job in jobs:
-            ran = job.gpu_s / job.gpus
-            if job.run_start is not None and job.state == "running":
-                ran += now - job.run_start
-            self.run_s += ran
-            if job.preempt_times:
-                self.most_per_day = max(self.most_per_day, most_in_a_day(job.preempt_times))
-            if job.first_start is not None:
-                wait = max(0.0, job.first_start - job.submit)
-                self.waits.append(wait)
-                self.by_class[job.cls].append(wait)
-                self.totals[job.cls] += wait
-
-    def class_stats(self, classes: Mapping[str, JobClass], jobs_per_class: Mapping[str, int],
-                    policy: Policy) -> tuple[dict[str, ClassStats], dict[str, tuple[float, ...]]]:  # fmt: skip
-        """Per class with jobs (by name): its wait statistics and SLA breaches; and its wait
-        percentiles."""
-        stats: dict[str, ClassStats] = {}
-        curves: dict[str, tuple[float, ...]] = {}
-        for name in sorted(n for n, count in jobs_per_class.items() if count):
-            ordered = sorted(self.by_class[name])
-            target = policy.resolve_class(classes.get(name), name).target_p95_s
-            breaches = len(ordered) - bisect.bisect_right(ordered, target) if target is not None else 0
-            stats[name] = ClassStats(wait_stats(ordered, self.totals[name]), jobs_per_class[name], breaches, target)
-            curves[name] = percentiles(ordered)
-        return stats, curves
+def class_stats(retired: Retired, classes: Mapping[str, JobClass], jobs_per_class: Mapping[str, int],
+                policy: Policy) -> tuple[dict[str, ClassStats], dict[str, tuple[float, ...]]]:  # fmt: skip
+    """Per class with jobs (by name): its wait statistics and SLA breaches; and its wait
+    percentiles."""
+    stats: dict[str, ClassStats] = {}
+    curves: dict[str, tuple[float, ...]] = {}
+    for name in sorted(n for n, count in jobs_per_class.items() if count):
+        ordered = sorted(retired.by_class[name])
+        target = policy.resolve_class(classes.get(name), name).target_p95_s
+        breaches = len(ordered) - bisect.bisect_right(ordered, target) if target is not None else 0
+        stats[name] = ClassStats(wait_stats(ordered, retired.totals[name]), jobs_per_class[name], breaches, target)
+        curves[name] = percentiles(ordered)
+    return stats, curves
 
 
 class Series:
@@ -157,7 +99,7 @@ class Series:
 def result(
     *,
     strategy: str,
-    collector: Collector,
+    collector: Retired,
     series: Series,
     classes: Sequence[JobClass],
     jobs_per_class: Mapping[str, int],
@@ -183,7 +125,7 @@ def result(
     """The `ReplayResult` of a finished run."""
     jobs = sum(jobs_per_class.values())
     ordered = sorted(collector.waits)
-    stats, curves = collector.class_stats({c.name: c for c in classes}, jobs_per_class, policy)
+    stats, curves = class_stats(collector, {c.name: c for c in classes}, jobs_per_class, policy)
     curves[ALL] = percentiles(ordered)
     area = capacity * makespan
     return ReplayResult(

@@ -33,6 +33,7 @@ from gpuq.replay.model import ReplayConfig, ReplayResult
 from gpuq.replay.prepare import Prepared, prepare
 from gpuq.sim.gcpause import gc_paused
 from gpuq.sim.jobs import SimJob, on_grid
+from gpuq.sim.retired import Retired
 from gpuq.sim.simulator import Simulator
 from gpuq.sim.workload import ClusterSpec
 from gpuq.trace.record import TraceJob
@@ -124,8 +125,8 @@ def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEve
     sim = Simulator(policy=policy, cluster=cluster, classes=prepared.classes, name="replay", history_limit=0,
                     event_limit=0, checkpoint_cost_s=config.checkpoint.save_cost_s,
                     restore_cost_s=config.checkpoint.restore_cost_s)  # fmt: skip
-    collector = metrics.Collector(prepared.classes)
-    sim.on_retire = collector.retire
+    collector = Retired(prepared.classes)
+    sim.retired = collector
     log: list[tuple[float, str, str, str | None]] | None = [] if config.event_log else None
     if log is not None or on_event is not None:
         sim.observer = _logger(sim, log, on_event)

@@ -22,7 +22,8 @@ __all__ = ["NATIVE_MODULES", "compiled_is_current", "select"]
 
 #: compiled by setup.py, in import order (each imports only those before it)
 NATIVE_MODULES = (
-    "workload", "jobs", "events", "cluster", "queue", "aging", "fastrules", "convert", "victims", "simulator",
+    "workload", "jobs", "events", "cluster", "queue", "aging", "retired", "fastrules", "convert", "victims",
+    "simulator",
 )  # fmt: skip
 RECORD = "_native.json"
 PURE_ENV = "GPUQ_PURE_PYTHON"

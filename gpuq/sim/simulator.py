@@ -53,6 +53,7 @@ from gpuq.sim.jobs import (
 )
 from gpuq.sim.planner import Planner, engine_planner
 from gpuq.sim.queue import PendingQueue
+from gpuq.sim.retired import Retired
 from gpuq.sim.victims import Choice, VictimIndex, block, check_against_engine, decide, outranks_nobody, still_blocked
 from gpuq.sim.workload import DEFAULT_CLASSES, ClusterSpec, JobSpec, WorkloadStream
 
@@ -86,9 +87,10 @@ class Simulator:
 
     The attributes and methods without a leading underscore are what the package's other
     modules read, restore and build on; from outside, feed and run it here, and look, act, save
-    and restore through `snapshot`/`convert`, `actions` and `state`. `on_retire` (each job as it
-    ends, completed or cancelled, before it leaves: a record of every job without keeping them)
-    and `observer` (each step of every job) are for replaying traces.
+    and restore through `snapshot`/`convert`, `actions` and `state`. `retired` (a replay's
+    measures, each job recorded as it ends), `on_retire` (each job as it ends, completed or
+    cancelled, before it leaves: a record of every job without keeping them) and `observer`
+    (each step of every job) are for replaying traces.
     """
 
     def __init__(
@@ -156,6 +158,7 @@ class Simulator:
         self.overhead_gpu_s = 0.0  # GPU-seconds of closed runs spent saving and restoring
         self.lost_gpu_s = 0.0  # GPU-seconds of work lost to preemptions
         self.on_retire: Callable[[SimJob], None] | None = None
+        self.retired: Retired | None = None  # (a replay's measures: compiled, so called as such)
         self.observer: Observer | None = None
         self.mcache: dict[str, tuple[tuple[Any, ...], Job]] = {}  # model of running jobs (`convert`)
         #: decide requests on plain numbers (`victims`; the same choice as the engine)
@@ -546,6 +549,8 @@ class Simulator:
         job.end = self.now
         del self.jobs[job.id]
         self.history.append(job)
+        if self.retired is not None:
+            self.retired.add(job)
         if self.on_retire is not None:
             self.on_retire(job)
 
