@@ -64,6 +64,9 @@ PerNode = dict[int, list[tuple[float, int, SimJob]]]
 #: a priority too large for a tick to move it can take more: then a later look settles it).
 _STEPS: Final = 64
 
+#: A bound, not a rule: the slack only keeps a node whose lower bound ties the best plan's cost.
+_SLACK: Final = 1e-5
+
 #: Two costs this far apart (GPU-seconds) compare the same rounded to 6 decimals as the engine
 #: rounds them (rounding moves each by at most 0.5e-6).
 _NEAR: Final = 2e-6
@@ -257,22 +260,34 @@ def candidate_nodes(sim: Simulator, eligible: list[SimJob], need_gpus: int, now:
                     per_node[i] = [(cost, n, job)]
                 else:
                     listed.append((cost, n, job))
-    bounds: list[tuple[float, float, int]] = []
+    lowers: list[tuple[float, int]] = []
     for i, items in per_node.items():
-        need = need_gpus - free_n[i]
+        cheapest = items[0]  # (the first of the least cost per GPU)
+        for item in items:
+            if item[0] / item[1] < cheapest[0] / cheapest[1]:
+                cheapest = item
+        lowers.append(((need_gpus - free_n[i]) * cheapest[0] / cheapest[1], i))
+    # The greedy plan's cost only on nodes whose lower bound is within the best plan found so
+    # far: a node beyond it costs at least its bound, so it can neither lower the best plan nor
+    # stay (most nodes are never sorted).
+    lowers.sort()
+    best_upper = _INF
+    for lower, i in lowers:
+        if lower > best_upper + _SLACK:
+            break
+        items = per_node[i]
         if len(items) > 1:
             items.sort(key=_per_gpu_cost)
-        lower = need * items[0][0] / items[0][1]
+        need = need_gpus - free_n[i]
         upper, freed = 0.0, 0
         for cost, n, _ in items:
             if freed >= need:
                 break
             upper += cost
             freed += n
-        bounds.append((lower, upper, i))
-    best_upper = min(upper for _, upper, _ in bounds)
-    # (a bound, not a rule: the slack only keeps a node whose bound ties the best plan's cost)
-    return sorted(i for lower, _, i in bounds if lower <= best_upper + 1e-5), per_node
+        if upper < best_upper:
+            best_upper = upper
+    return sorted([i for lower, i in lowers if lower <= best_upper + _SLACK]), per_node
 
 
 def exact_single_node(sim: Simulator, head: SimJob, nodes: list[int], per_node: PerNode, now: float) -> Choice | None:
