@@ -468,11 +468,12 @@ class Simulator:
             job.place = ((node_index, len(indexes)),)
         else:
             job.place = tuple([(i, len(idx)) for i, idx in placement])
-        self.set_running(job)
+        self.set_running(job, from_free=True)
 
-    def set_running(self, job: SimJob) -> None:
+    def set_running(self, job: SimJob, from_free: bool = False) -> None:
         """Start a run of `job` now on the GPUs it holds (`alloc`, `place` set): its finish event,
-        its victim numbers, the running set. Also an operator's resume (`actions`)."""
+        its victim numbers, the running set. Also an operator's resume (`actions`): a job that
+        kept its GPUs (not `from_free`)."""
         now = self.now
         remaining = job.duration - job.done
         if job.first_start is None:
@@ -502,18 +503,34 @@ class Simulator:
         self.arm(job)
         # A start only takes GPUs: what a blocked head was told stands unless the new job may be
         # a victim now; one protected for a while yet is asked about when its protections end.
+        # A victim of the blocked head already, on GPUs that were free when it was refused, gives
+        # it no more room than those free GPUs did (and stays a victim: unprotected, at a fixed
+        # priority), so the "no" stands then too.
         if job.listed:
             if job.prot < 0 and self.rules.young_at_start:  # (protected now, surely)
                 if self.blocked is not None:  # not a victim before its minimum runtime: ask then
                     self._recheck(now + self.rules.min_runtime)
             elif self.rules.prot_of(job, now) <= now:
-                self.rver += 1
+                if not (from_free and self._a_victim_of_the_blocked_head(job)):
+                    self.rver += 1
             elif self.blocked is not None:
                 self._recheck(job.prot)
         if self.trace is not None:
             self.trace.append((now, "start", job.id, None))
         if self.observer is not None:
             self.observer("start", job, None)
+
+    def _a_victim_of_the_blocked_head(self, job: SimJob) -> bool:
+        """Whether the head the engine said no to outranks `job` by more than Δ now (True when
+        no such "no" stands: nothing to keep or forget)."""
+        blocked = self.blocked
+        if blocked is None:
+            return True
+        head = self.queue.jobs.get(blocked[0])
+        if head is None or head.qver != blocked[1]:
+            return True
+        rules = self.rules
+        return rules.requester_priority(head, self.now, self.running.values()) - job.rep > rules.delta
 
     def _release(self, job: SimJob) -> None:
         """Free a job's GPUs and close its run."""

@@ -142,6 +142,24 @@ def test_a_job_that_ages_past_a_head_waiting_for_graceful_victims_goes_first_at_
     assert _preemptions(sim) == [(10.0, "R1", "H"), (10.0, "R2", "H"), (155.000001, "R3", "A")]
 
 
+def test_an_aging_head_preempts_a_job_started_beside_it_the_moment_it_outranks_it() -> None:
+    # H (2 GPUs) waits; X starts on the free GPU while H does not outrank it by Δ = 50 yet; Y
+    # stops at 120 (one GPU free: not enough). H ages one point a second from 101, so at 131 it
+    # outranks X, whose GPU and the free one hold it: it preempts X at that very moment.
+    classes = (JobClass("old", priority=0, max_wait_s=100.0), JobClass("batch"))
+    sim = _sim(Policy(delta=50.0, default_aging_rate=60.0), gpus=3, classes=classes)
+    sim.submit([_job("R1", 0, 10_000, 200), _job("Y", 0, 120, 200), _job("H", 1, 100, 100, gpus=2, cls="old"),
+                _job("X", 110, 10_000, 80)])  # fmt: skip
+    sim.run_until(300)
+    assert _preemptions(sim) == [(131.000001, "X", "H")]
+    # With X a victim from its start (Δ = 10), nothing waits for that moment.
+    sim = _sim(Policy(delta=10.0, default_aging_rate=60.0), gpus=3, classes=classes)
+    sim.submit([_job("R1", 0, 10_000, 200), _job("Y", 0, 120, 200), _job("H", 1, 100, 100, gpus=2, cls="old"),
+                _job("X", 110, 10_000, 80)])  # fmt: skip
+    sim.run_until(300)
+    assert _preemptions(sim) == [(120.0, "X", "H")]
+
+
 def test_requeue_restarts_from_the_last_reported_checkpoint() -> None:
     sim = _sim(Policy(mode=Mode.REQUEUE), gpus=2)
     sim.submit([_job("L", 0, 2000, 10, gpus=2, ckpt=300), _job("H", 1000, 100, 100, gpus=2)])
