@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuq.errors import NotFound, Refused
 from gpuq.policy.config import Mode
+from gpuq.sim import stops
 from gpuq.sim.convert import Why, for_job
 from gpuq.sim.jobs import (
     CANCELLED,
@@ -175,7 +176,7 @@ def preempt(
     if effect.grace_until is not None:
         after["grace_until"] = effect.grace_until
     if not dry_run:
-        sim.preempt_now(job, mode, None, f"preempted by an operator ({mode.value})")
+        stops.preempt_now(sim, job, mode, None, f"preempted by an operator ({mode.value})")
         sim.reconsider()
     return before, after
 
@@ -215,7 +216,7 @@ def _hold(sim: Simulator, job: SimJob, why: str) -> None:
     sim.preemptions += 1
     if sim.trace is not None:
         sim.trace.append((now, "preempt", job.id, None))
-    sim.close_run(job)
+    stops.close_run(sim, job)
     job.state = SUSPENDED
     sim.held[job.id] = now
     sim.preemption_log.append((now, job.id, None, job.gpus, 0.0, Mode.SUSPEND, why))

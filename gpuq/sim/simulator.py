@@ -15,9 +15,10 @@ protection (min runtime, exemption, 24 h cap) expires or aging closes the gap â€
 are exact events too. Waiting jobs that will start to age are lined up per class with one
 wake-up in the heap (`gpuq.sim.aging`), not an event each: most start before that moment.
 
-Around it, on the attributes and methods without a leading underscore: `convert` turns the
-state into model objects, `actions` holds the operator actions (an operator's suspension
-included), `state` saves and restores it; `events` defines the event kinds they all share.
+Around it, on the attributes and methods without a leading underscore: `stops` ends runs
+(finished, drained, preempted), `convert` turns the state into model objects, `actions` holds
+the operator actions (an operator's suspension included), `state` saves and restores it;
+`events` defines the event kinds they all share.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, Final
 
 from gpuq.model import Job, JobClass, Node, Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
-from gpuq.sim import actions, convert
+from gpuq.sim import actions, convert, stops
 from gpuq.sim.aging import AgingLines
 from gpuq.sim.cluster import Gpus
 from gpuq.sim.convert import Why
@@ -38,16 +39,12 @@ from gpuq.sim.events import AGE, AGES, ARRIVE, DRAIN, FINISH, GENERATE, PASS, RE
 from gpuq.sim.fastrules import FastRules
 from gpuq.sim.gcpause import gc_paused
 from gpuq.sim.jobs import (
-    CANCELLED,
-    COMPLETED,
     FUTURE,
     PENDING,
     RUNNING,
     SUSPENDED,
     SimJob,
     on_grid,
-    preemption,
-    stopped_progress,
     strictly_after,
     with_checkpoint_costs,
 )
@@ -312,14 +309,14 @@ class Simulator:
             processed += 1
             dirty = True
             if kind == FINISH:
-                self._finish(job)  # type: ignore[arg-type]
+                stops.finish(self, job)  # type: ignore[arg-type]
             elif kind == ARRIVE:
                 self._arrive(job)  # type: ignore[arg-type]
             elif kind == AGE:
                 self.enqueue(job)  # type: ignore[arg-type]
                 self.blocked = None  # the order among waiting jobs starts to move
             elif kind == DRAIN:
-                self._drained(job)  # type: ignore[arg-type]
+                stops.drained(self, job)  # type: ignore[arg-type]
             elif kind == RECHECK:
                 self.recheck_at = _INF
                 self.blocked = None
@@ -532,128 +529,7 @@ class Simulator:
         rules = self.rules
         return rules.requester_priority(head, self.now, self.running.values()) - job.rep > rules.delta
 
-    def _release(self, job: SimJob) -> None:
-        """Free a job's GPUs and close its run."""
-        self.gpus.release(job.alloc)
-        job.alloc = {}
-        self.close_run(job)
-
-    def close_run(self, job: SimJob) -> None:
-        """Close a job's run; its GPUs stay as they are (`_release` frees them)."""
-        used = job.gpus * (self.now - job.run_start)  # type: ignore[operator]
-        job.gpu_s += used
-        self.closed_gpu_s += used
-        self.victims.remove(job)
-        job.drain_until = None
-        job.epoch += 1
-        job.hver += 1
-        del self.running[job.id]
-        if self.mcache:  # (filled only when the engine plans)
-            self.mcache.pop(job.id, None)
-        if job.ckpt is not None:
-            self.ckpt_running -= 1
-        for i, _ in job.place:
-            del self.on_node[i][job]
-            self.freed.add(i)
-        if job.claimed_by is not None:
-            claimant = self.jobs.get(job.claimed_by)
-            if claimant is not None and job.id in claimant.claim:
-                claimant.claim.remove(job.id)
-            job.claimed_by = None
-
-    def _retire(self, job: SimJob, state: str) -> None:
-        job.state = state
-        job.end = self.now
-        del self.jobs[job.id]
-        self.history.append(job)
-        if self.retired is not None:
-            self.retired.add(job)
-        if self.on_retire is not None:
-            self.on_retire(job)
-
-    def _overhead(self, job: SimJob, seconds: float) -> None:
-        """Count a closed run's checkpoint overhead (saves and restore)."""
-        if seconds:
-            used = job.gpus * seconds
-            job.overhead_s += used
-            self.overhead_gpu_s += used
-
-    def _finish(self, job: SimJob) -> None:
-        job.last_ckpt = job.last_checkpoint(self.now)
-        if job.save_s != 0.0 or job.restore_s != 0.0:
-            self._overhead(job, job.progress(self.now)[1])
-        self._release(job)
-        job.done = job.duration
-        if self.observer is not None:
-            self.observer("finish", job, None)
-        self._retire(job, COMPLETED)
-        if self.trace is not None:
-            self.trace.append((self.now, "finish", job.id, None))
-
-    def _requeue(self, job: SimJob, state: str = PENDING) -> None:
-        job.state = state
-        job.qs = self.now  # waiting again from now (Slurm resets eligibility on requeue too)
-        self.enqueue(job)
-
-    def _drained(self, job: SimJob) -> None:
-        """End of a graceful preemption's grace period: the job saved everything, then stops
-        (with checkpoint costs, that last save takes a save's time out of its last work)."""
-        if job.save_s != 0.0 or job.restore_s != 0.0:
-            kept, overhead, lost = stopped_progress(job, self.now, final_save=True)
-            job.done += kept
-            job.lost_s += lost
-            self.lost_gpu_s += lost
-            self._overhead(job, overhead)
-        else:
-            job.done += self.now - job.run_start  # type: ignore[operator]
-        if job.ckpt is not None:
-            job.last_ckpt = self.now
-        self._release(job)
-        if self.observer is not None:
-            self.observer("drain", job, None)
-        self._requeue(job)
-
     # ---- preemption ------------------------------------------------------------------------
-
-    def preempt_now(self, job: SimJob, mode: Mode, by: SimJob | None, why: Why) -> float:
-        """Preempt a running job now as `jobs.preemption` says; returns the GPU-seconds of work
-        lost. `why` as logged: a sentence, or the chosen cost of a policy preemption."""
-        now = self.now
-        rules = self.rules
-        effect = preemption(job, mode, now, rules.grace, rules.default_ckpt)
-        job.preempt_times.append(now)
-        self.preemptions += 1
-        if self.trace is not None:
-            self.trace.append((now, "preempt", job.id, by.id if by else None))
-        if self.observer is not None:
-            self.observer("preempt", job, by)
-        if effect.grace_until is not None:
-            # Signalled now; it keeps its GPUs while it saves, then is requeued without loss.
-            job.drain_until = effect.grace_until
-            job.hver += 1
-            self.victims.remove(job)
-            self.rver += 1
-            self.push(effect.grace_until, DRAIN, job, job.epoch)
-            if by is not None:
-                job.claimed_by = by.id
-                by.claim.append(job.id)
-        else:
-            job.lost_s += effect.lost
-            self.lost_gpu_s += effect.lost
-            job.done += effect.kept
-            if effect.checkpoint is not None:
-                job.last_ckpt = effect.checkpoint
-            if effect.overhead:
-                self._overhead(job, effect.overhead)
-            self._release(job)
-            if effect.state == CANCELLED:
-                if self.observer is not None:
-                    self.observer("cancel", job, by)
-                self._retire(job, CANCELLED)
-            else:
-                self._requeue(job, effect.state)
-        self.preemption_log.append((now, job.id, None if by is None else by.id, job.gpus, effect.lost, mode, why))
-        return effect.lost
 
     def _try_preempt(self, head: SimJob) -> bool:
         """Preempt for a blocked head as the policy engine decides; True when the head started."""
@@ -687,7 +563,7 @@ class Simulator:
         victims, nodes = choice
         mode = self.rules.mode
         for victim, why in victims:
-            self.preempt_now(victim, mode, head, why)
+            stops.preempt_now(self, victim, mode, head, why)
         placement = self.gpus.place(head.gpus, nodes)
         if placement is None:
             return False

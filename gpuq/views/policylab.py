@@ -228,7 +228,7 @@ def job_timeline(result: LabResult, job_id: str) -> JobTimeline | None:
 def _life(strategy: str, entries: Sequence[tuple[float, str, str, str | None]], others: int, job: TraceJob,
           settings: LabSettings) -> StrategyLife:  # fmt: skip
     """Follow the job's progress along its log as the simulator kept it (`Simulator.set_running`,
-    `preempt_now`, `_drained`), to say what each preemption lost."""
+    `gpuq.sim.stops`), to say what each preemption lost."""
     from gpuq.sim.jobs import PENDING, RUNNING, SimJob, preemption, stopped_progress
     from gpuq.sim.workload import JobSpec
 
