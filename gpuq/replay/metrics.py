@@ -99,7 +99,7 @@ class Series:
 def result(
     *,
     strategy: str,
-    collector: Retired,
+    retired: Retired,
     series: Series,
     classes: Sequence[JobClass],
     jobs_per_class: Mapping[str, int],
@@ -124,8 +124,8 @@ def result(
 ) -> ReplayResult:
     """The `ReplayResult` of a finished run."""
     jobs = sum(jobs_per_class.values())
-    ordered = sorted(collector.waits)
-    stats, curves = class_stats(collector, {c.name: c for c in classes}, jobs_per_class, policy)
+    ordered = sorted(retired.waits)
+    stats, curves = class_stats(retired, {c.name: c for c in classes}, jobs_per_class, policy)
     curves[ALL] = percentiles(ordered)
     area = capacity * makespan
     return ReplayResult(
@@ -134,12 +134,12 @@ def result(
         gpu_hours=gpu_seconds / 3600.0,
         utilisation=busy_gpu_s / area if area > 0 else 0.0,
         useful_utilisation=max(0.0, busy_gpu_s - lost_gpu_s - overhead_gpu_s) / area if area > 0 else 0.0,
-        wait=wait_stats(ordered, sum(collector.totals.values())),
+        wait=wait_stats(ordered, sum(retired.totals.values())),
         classes=MappingProxyType(stats),
         preemptions=preemptions,
         preemptions_per_job=preemptions / jobs if jobs else 0.0,
         preemptions_per_gpu_hour=preemptions / (gpu_seconds / 3600.0) if gpu_seconds > 0 else 0.0,
-        max_preemptions_per_job_day=collector.most_per_day,
+        max_preemptions_per_job_day=retired.most_per_day,
         busy_gpu_hours=busy_gpu_s / 3600.0,
         idle_gpu_hours=idle_gpu_s / 3600.0,
         lost_gpu_hours=lost_gpu_s / 3600.0,
@@ -151,7 +151,7 @@ def result(
         log=log,
         utilisation_series=series.points(capacity, makespan),
         wait_percentiles=MappingProxyType(curves),
-        cancelled=collector.cancelled,
+        cancelled=retired.cancelled,
         unfinished=unfinished,
         skipped=skipped,
         origin_s=origin,

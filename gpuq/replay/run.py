@@ -125,8 +125,8 @@ def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEve
     sim = Simulator(policy=policy, cluster=cluster, classes=prepared.classes, name="replay", history_limit=0,
                     event_limit=0, checkpoint_cost_s=config.checkpoint.save_cost_s,
                     restore_cost_s=config.checkpoint.restore_cost_s)  # fmt: skip
-    collector = Retired(prepared.classes)
-    sim.retired = collector
+    retired = Retired(prepared.classes)
+    sim.retired = retired
     log: list[tuple[float, str, str, str | None]] | None = [] if config.event_log else None
     if log is not None or on_event is not None:
         sim.observer = _logger(sim, log, on_event)
@@ -159,13 +159,13 @@ def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEve
     wall = time.perf_counter() - began
     left = sim.live_jobs()
     # The last job's end (the loop stands at the end of the bucket it ended in), or the horizon.
-    makespan = sim.now if left else collector.last_end
+    makespan = sim.now if left else retired.last_end
     if left:
-        collector.unfinished(left, sim.now)
+        retired.unfinished(left, sim.now)
     idle = sim.idle_gpu_s - capacity * (sim.now - makespan)  # (after the last end every GPU is idle)
-    mtbp = collector.run_s / sim.preemptions if sim.preemptions else None
+    mtbp = retired.run_s / sim.preemptions if sim.preemptions else None
     return metrics.result(
-        strategy=strategy, collector=collector, series=series, classes=prepared.classes,
+        strategy=strategy, retired=retired, series=series, classes=prepared.classes,
         jobs_per_class=jobs_per_class, policy=policy, capacity=capacity, makespan=makespan,
         busy_gpu_s=sim.busy_gpu_s(), idle_gpu_s=idle, lost_gpu_s=sim.lost_gpu_s, overhead_gpu_s=sim.overhead_gpu_s,
         gpu_seconds=prepared.gpu_seconds, preemptions=sim.preemptions, events=sim.events_processed,

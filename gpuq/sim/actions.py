@@ -115,8 +115,7 @@ def _carry_out(sim: Simulator, job: SimJob, planned: Planned) -> bool:
         return False  # another job goes first, or it fits now: the scheduler decides as always
     rules = sim.rules
     head_ep = rules.requester_priority(job, now, sim.running.values())
-    rate = rules.cinfo[job.cls].rate if job.aging and not job.urgent else 0.0
-    allowed = {v.id for v in scan(sim, job, head_ep, rate, now)[0]}
+    allowed = {v.id for v in scan(sim, job, head_ep, now)[0]}
     if not set(victims) <= allowed:
         return False  # protected by now (an exemption, the Δ gap), or no longer running
     gpus = sim.gpus

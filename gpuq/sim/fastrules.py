@@ -103,6 +103,11 @@ class FastRules:
                 return job.priority + info.rate * overdue / 60.0
         return float(job.priority)
 
+    def rate_now(self, job: SimJob) -> float:
+        """Points a minute a waiting job's priority grows by now: its class's aging rate once it
+        ages (`job.aging`), 0.0 before that and for an urgent job (urgency does not age)."""
+        return self.cinfo[job.cls].rate if job.aging and not job.urgent else 0.0
+
     def lost(self, job: SimJob, now: float) -> float:
         """`rules.gpu_seconds_lost_of` for a running job: GPU-seconds lost if preempted now."""
         start: float = job.run_start  # type: ignore[assignment]
@@ -174,8 +179,6 @@ class FastRules:
             tick = strictly_after(tick)
         return tick
 
-    # ---- the kernel itself (asked once per decision, not per event) -----------------------------
-
     def prot_of(self, job: SimJob, now: float) -> float:
         """When a running job's protections end (0.0: none protects it), `protection_end` the
         first time it is asked (`Simulator.arm` leaves -1.0). Asked at any moment of the run it
@@ -185,6 +188,8 @@ class FastRules:
         if prot < 0:
             prot = job.prot = self.protection_end(job, now)
         return prot
+
+    # ---- the kernel itself (asked once per decision, not per event) -----------------------------
 
     def priority_of(self, job: SimJob, now: float, queued: bool) -> float:
         """The kernel's effective priority of any job (queued: its wait so far; else the wait up

@@ -546,14 +546,13 @@ class Simulator:
             self._watch_overtake(head)
             return False
         block(self, head)
-        unlock = min(unlock, self.queue.next_overtake(head, now, self._rate_now))
-        if unlock < _INF:
-            self._recheck(unlock)
+        self._watch_overtake(head, unlock)
         return False
 
-    def _watch_overtake(self, head: SimJob) -> None:
-        """A pass when a waiting job's priority passes the head's (nothing else may happen then)."""
-        when = self.queue.next_overtake(head, self.now, self._rate_now)
+    def _watch_overtake(self, head: SimJob, unlock: float = _INF) -> None:
+        """A pass when a waiting job's priority passes the head's (nothing else may happen then),
+        or at `unlock` if that comes first."""
+        when = min(unlock, self.queue.next_overtake(head, self.now, self.rules.rate_now))
         if when < _INF:
             self._recheck(when)
 
@@ -569,9 +568,6 @@ class Simulator:
             return False
         self._start(head, placement)
         return True
-
-    def _rate_now(self, job: SimJob) -> float:
-        return self.rules.cinfo[job.cls].rate if job.aging and not job.urgent else 0.0
 
     # ---- the model (`convert`), and what operator actions (`actions`) call -----------------
 

@@ -116,11 +116,12 @@ class VictimIndex:
         return None
 
 
-def crossing(rules: FastRules, head: SimJob, head_rate: float, threshold: float, now: float) -> float:
+def crossing(rules: FastRules, head: SimJob, threshold: float, now: float) -> float:
     """The first tick after `now` at which an aging head's priority exceeds `threshold` (inf when
     it does not age). The straight line's arithmetic may land a tick or so off; the kernel's own
     priority (`FastRules.queued_priority`) settles the tick, so the moment is the same whenever
     it is worked out."""
+    head_rate = rules.rate_now(head)
     if head_rate <= 0:
         return _INF
     head_ep = rules.queued_priority(head, now)
@@ -161,7 +162,7 @@ def _emptiest_first(node: tuple[int, str]) -> tuple[int, str]:
     return (-node[0], node[1])
 
 
-def scan(sim: Simulator, head: SimJob, head_ep: float, head_rate: float, now: float) -> tuple[list[SimJob], float]:
+def scan(sim: Simulator, head: SimJob, head_ep: float, now: float) -> tuple[list[SimJob], float]:
     """Running jobs the head may preempt now; and the next time that may change.
 
     `rules.protection` on the numbers `_arm` fixed at each job's start: not saving for a
@@ -186,8 +187,8 @@ def scan(sim: Simulator, head: SimJob, head_ep: float, head_rate: float, now: fl
                 unlock = prot
             continue
         eligible.append(job)
-    if head_rate > 0 and nearest < _INF:  # (an aging head passes the lowest of them first)
-        unlock = min(unlock, crossing(sim.rules, head, head_rate, nearest + delta, now))
+    if nearest < _INF:  # (an aging head passes the lowest of them first)
+        unlock = min(unlock, crossing(sim.rules, head, nearest + delta, now))
     return eligible, unlock
 
 
@@ -410,12 +411,11 @@ def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, flo
     """Victims for a blocked head (None when there are none now) and when to ask again."""
     rules = sim.rules
     head_ep = rules.requester_priority(head, now, sim.running.values())
-    head_rate = rules.cinfo[head.cls].rate if head.aging and not head.urgent else 0.0
     lowest = sim.victims.lowest()
     if lowest is None:
         return None, _INF
     if not head_ep - lowest > rules.delta:  # nobody running is low enough
-        return None, crossing(rules, head, head_rate, lowest + rules.delta, now)
+        return None, crossing(rules, head, lowest + rules.delta, now)
     gpus = sim.gpus
     need = head.gpus
     if need == 1 and sim.fast_path:
@@ -426,7 +426,7 @@ def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, flo
             if sim.check_fast_path:
                 check_against_engine(sim, head, now, single)
             return single, _INF
-    eligible, unlock = scan(sim, head, head_ep, head_rate, now)
+    eligible, unlock = scan(sim, head, head_ep, now)
     if need > gpus.per_node:
         if gpus.total_free + sum(j.gpus for j in eligible) < need:
             return None, unlock

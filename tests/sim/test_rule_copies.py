@@ -355,12 +355,13 @@ def test_an_aging_head_passes_a_threshold_at_the_kernels_first_tick_whenever_it_
     rng = random.Random(SEED + 5)
     asked = 0
     for _, rules, job, now in QUEUED:
-        rate = rules.cinfo[job.cls].rate if job.aging and not job.urgent else 0.0
+        rate = rules.cinfo[job.cls].rate if job.aging and not job.urgent else 0.0  # (urgency does not age)
+        assert rules.rate_now(job) == rate, (job.id, job.aging, job.urgent)
         if rate <= 0:
-            assert crossing(rules, job, rate, 1e9, now) == math.inf
+            assert crossing(rules, job, 1e9, now) == math.inf
             continue
         threshold = rules.queued_priority(job, now) + rng.choice([0.0, 1e-9, 0.5, 17.3, 1000.0])
-        when = crossing(rules, job, rate, threshold, now)
+        when = crossing(rules, job, threshold, now)
         assert when > now and when == on_grid(when)
         assert rules.queued_priority(job, when) > threshold, (job.id, now, when)
         before = (round(when * 1e6) - 1) / 1e6
@@ -368,7 +369,7 @@ def test_an_aging_head_passes_a_threshold_at_the_kernels_first_tick_whenever_it_
         for later in (near(rng, now + (when - now) * f) for f in (0.25, 0.5, 0.9)):  # asked again, later
             if now <= later < when:
                 asked += 1
-                assert crossing(rules, job, rate, threshold, later) == when, (job.id, now, later, when)
+                assert crossing(rules, job, threshold, later) == when, (job.id, now, later, when)
     assert asked > 100
 
 
