@@ -9,6 +9,7 @@ their view models in a worker too (`Pane.compute`) and only render on the UI thr
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -106,6 +107,9 @@ class GpuqConsole(ReplayControls, App[None]):
         self._token = 0
         self._computing = False
         self._again = False
+        #: the views that have shown a finished model (until then a compute may show the first
+        #: rows early: `PaneContext.early`)
+        self._shown_views: set[str] = set()
         #: workers step aside for a moment after each key or click (gpuq/tui/gate.py)
         self.gate = InputGate()
         #: `--record DIR`: every successful read is kept (in the reading worker)
@@ -260,7 +264,13 @@ class GpuqConsole(ReplayControls, App[None]):
         self._paint_empty(None)
         self._token += 1
         self._computing = True
+        if pane.view_id not in self._shown_views:
+            ctx = dataclasses.replace(ctx, early=partial(self._post_early, pane.view_id, self._token))
         self._compute(pane, [ctx], pane.params(), self._token)
+
+    def _post_early(self, view_id: str, token: int, model: Any) -> None:
+        """`PaneContext.early` (worker thread)."""
+        self.post_message(Computed(view_id, token, model, 0.0, early=True))
 
     # (`box`: the worker takes its context out, so that the finished Worker, which lives on until
     # the cyclic collector frees it and its task, does not keep the snapshots alive until then)
@@ -287,13 +297,20 @@ class GpuqConsole(ReplayControls, App[None]):
 
     @on(Computed)
     def _computed(self, message: Computed) -> None:
+        current = message.token == self._token and message.view_id == self.view_id
+        if message.early:  # (the compute goes on: its finished model follows)
+            if current and self._started and self.is_running:
+                self.pane.show(message.model)
+                self._paint_status()
+            return
         self._computing = False
         if not self._started or not self.is_running:  # a result that outlived the console
             return
-        if message.token == self._token and message.view_id == self.view_id:
+        if current:
             if message.error is not None:
                 self.notify(visible(message.error), title=f"{self.pane.title} view", severity="error")
             else:
+                self._shown_views.add(message.view_id)
                 self.pane.show(message.model)
                 self._sync_selection()
                 if "numpy" not in sys.modules:

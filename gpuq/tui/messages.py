@@ -30,6 +30,9 @@ class RefreshFailed(Message):
 class Computed(Message):
     """A pane's view model, computed for the parameters of `token` (older ones are dropped)."""
 
-    def __init__(self, view_id: str, token: int, model: Any, took_s: float, error: str | None = None) -> None:
+    def __init__(self, view_id: str, token: int, model: Any, took_s: float, error: str | None = None,
+                 early: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.view_id, self.token, self.model, self.took_s, self.error = view_id, token, model, took_s, error
+        #: a provisional model the compute handed over before it finished (`PaneContext.early`)
+        self.early = early

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import operator
 import sys
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ __all__ = [
     "QueueView",
     "SlaStatus",
     "SortKey",
+    "first_rows",
     "parse_sort",
     "parse_states",
     "queue_view",
@@ -263,16 +265,60 @@ def _paced_sort(rows: list[QueueRow], key: Callable[[QueueRow], Any], reverse: b
         pause()
 
 
+#: the keys that order by a number, as `first_rows` reads them (the others order by names)
+_NUMERIC_KEYS: dict[str, Callable[[QueueRow], float]] = {
+    name: SORT_KEYS[name] for name in ("effective", "priority", "wait", "gpus", "state")
+}
+
+
+def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
+               reverse: bool = False) -> list[QueueRow] | None:  # fmt: skip
+    """The first `count` of `rows` in the order `sort_rows(rows, keys, reverse)` gives them, found
+    without sorting them all (a console's first screen of a large queue need not wait for the
+    whole sort). None where a key orders by names (id, user, tenant, class) or `reverse` turns
+    the submit-time tie-break round: only the full sort orders those."""
+    if reverse:
+        return None
+    signed: list[tuple[Callable[[QueueRow], float], float]] = []
+    for name, descending in keys or DEFAULT_SORT:
+        number = _NUMERIC_KEYS.get(name)
+        if number is None:
+            return None
+        signed.append((number, -1.0 if descending else 1.0))
+
+    # Ties go to the earliest submitted, then to the rows' order: `nsmallest` is stable, as the
+    # sorts are.
+    if len(signed) == 2:  # (the console's own order: state, then effective priority)
+        (first, first_sign), (second, second_sign) = signed
+
+        def pair(row: QueueRow) -> tuple[Any, ...]:
+            return first_sign * first(row), second_sign * second(row), row.job.submit_time
+
+        return heapq.nsmallest(count, rows, key=pair)
+
+    def key(row: QueueRow) -> tuple[Any, ...]:
+        return (*[sign * number(row) for number, sign in signed], row.job.submit_time)
+
+    return heapq.nsmallest(count, rows, key=key)
+
+
 #: jobs between two calls of `queue_rows`' `pause`
 PAUSE_EVERY = 2048
+#: `queue_rows`' `first`: how many rows it is handed ahead of the sort, and from how many rows
+#: on (below, the whole sort is as quick)
+FIRST_ROWS = 200
+FIRST_AFTER = 20_000
 
 
 def queue_rows(
-    cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter, pause: Callable[[], None] = no_pause
-) -> list[QueueRow]:
+    cluster: Cluster, snapshot: Snapshot, wanted: QueueFilter, pause: Callable[[], None] = no_pause,
+    first: Callable[[list[QueueRow], int], None] | None = None,
+) -> list[QueueRow]:  # fmt: skip
     """Filtered, sorted rows with the derived fields every format shows. `pause` is called
     every `PAUSE_EVERY` jobs and between the sorts (a long-running caller's chance to let
-    another thread run: the console's worker steps aside there after a key)."""
+    another thread run: the console's worker steps aside there after a key). `first`, where
+    given, is handed the first `FIRST_ROWS` rows and the number of rows before the rest are
+    sorted (`first_rows`), when there are more than `FIRST_AFTER` and the order allows."""
     policy = cluster.policy
     now = snapshot.now
     day_ago = now - DAY_S
@@ -337,6 +383,11 @@ def queue_rows(
         append(QueueRow(job, wait, effective, len(times), recent, status))
     ranks = {name: found[0].priority for name, found in resolved.items()}
     pause()
+    if first is not None and len(rows) > FIRST_AFTER:
+        top = first_rows(rows, wanted.sort, FIRST_ROWS, wanted.reverse)
+        if top is not None:
+            first(top, len(rows))
+            pause()
     sort_rows(rows, wanted.sort, wanted.reverse, ranks, pause)
     return rows
 

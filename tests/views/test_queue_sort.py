@@ -123,3 +123,40 @@ def test_the_paced_sort_gives_the_same_order(
     assert len(pauses) >= len(keys)
     if len(built) > chunk:
         assert len(pauses) > 2 * len(keys)  # (the keys, the order and the rows each in steps)
+
+
+def _state_row(i: int, eff: float, submit: float, gpus: int, state: JobState) -> q.QueueRow:
+    job = make_job(str(i), "n", "u", "t", "normal", 1, state, submit, gpus)
+    return q.QueueRow(job, None, eff, 0, 0, q.SlaStatus.NONE)
+
+
+_NUMERIC = st.lists(
+    st.tuples(st.sampled_from(["effective", "gpus", "state", "priority", "wait"]), st.booleans()), min_size=1,
+    max_size=3, unique_by=lambda k: k[0],
+).map(lambda ks: tuple(q.SortKey(n, d) for n, d in ks))  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
+                       st.sampled_from([JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED])), max_size=30),
+    _NUMERIC, st.integers(1, 8),
+)  # fmt: skip
+def test_the_first_rows_are_the_first_of_the_whole_sort(
+    specs: list[tuple[float, float, int, JobState]], keys: tuple[q.SortKey, ...], count: int
+) -> None:
+    """`first_rows` (the console's first screen, ahead of the sort) gives exactly what the full
+    sort puts first, ties included (submit time, then the rows' order)."""
+    built = [_state_row(i, *spec) for i, spec in enumerate(specs)]
+    whole = list(built)
+    q.sort_rows(whole, keys)
+    first = q.first_rows(built, keys, count)
+    assert first is not None
+    assert [r.job.id for r in first] == [r.job.id for r in whole[:count]]
+
+
+@pytest.mark.parametrize("name", ["id", "user", "tenant", "class", "submit", "preemptions"])
+def test_the_first_rows_are_left_to_the_sort_where_a_key_is_no_number(name: str) -> None:
+    rows = [_row(i, 1.0, float(i), 1, "low", "a") for i in range(3)]
+    assert q.first_rows(rows, (q.SortKey(name, False),), 2) is None
+    assert q.first_rows(rows, (q.SortKey("effective", True),), 2, reverse=True) is None

@@ -51,6 +51,9 @@ class PaneContext:
     #: called by `compute` between bounded steps: sleeps a moment after a key or click, so the
     #: UI thread answers it at once (gpuq/tui/gate.py)
     pause: Callable[[], None] = no_pause
+    #: where given (the pane has shown nothing yet), `compute` may hand it a provisional model
+    #: ahead of the finished one: the first screen of a large queue before all of it is sorted
+    early: Callable[[Any], None] | None = None
 
     def item(self, index: int) -> ClusterItem | None:
         return next((i for i in self.items if i.index == index), None)

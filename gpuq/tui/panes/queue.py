@@ -59,6 +59,8 @@ class QueueModel:
     combined: bool
     #: id() of the rows shown under their owner's line
     pods: frozenset[int] = frozenset()
+    #: only the first rows, shown while the rest are sorted (`PaneContext.early`)
+    partial: bool = False
 
 
 #: rows made between two pauses of the compute (`PaneContext.pause`)
@@ -76,6 +78,7 @@ class QueuePane(Pane):
         self._total = 0
         self._shown = 0
         self._combined = False
+        self._partial = False
         #: what the last model was computed from, and the model: a refresh that brings the very
         #: same snapshots (a snapshot file's does) is not computed again (worker thread)
         self._last: tuple[_Inputs, QueueModel] | None = None
@@ -105,8 +108,12 @@ class QueuePane(Pane):
         rows: list[Row] = []
         total = 0
         pause = ctx.pause
+        early = ctx.early if len(ctx.items) == 1 and not needle and not params.grouped else None
         for item in ctx.items:
-            found = queue_rows(item.cluster, item.snapshot, QueueFilter(sort=keys), pause)
+            first = None
+            if early is not None:
+                first = partial(_first_screen, early, item.index, item.snapshot.cluster, item.snapshot.now, params)
+            found = queue_rows(item.cluster, item.snapshot, QueueFilter(sort=keys), pause, first)
             total += len(found)
             if needle:
                 found = [r for r in found if matches(r, needle)]
@@ -133,6 +140,7 @@ class QueuePane(Pane):
     def show(self, model: Any) -> None:
         assert isinstance(model, QueueModel)
         self._total, self._shown, self._combined = model.total, len(model.rows), model.combined
+        self._partial = model.partial
         spec = CONSOLE_QUEUE
         if not model.combined:  # the CLUSTER column only where several are shown
             from gpuq.views.columns import TableSpec
@@ -184,7 +192,12 @@ class QueuePane(Pane):
 
     def status(self) -> str:
         hidden = self.table.hidden
-        shown = f"{self._shown} of {self._total} jobs" if self._shown != self._total else f"{self._total} jobs"
+        if self._partial:
+            shown = f"{self._total} jobs, the first {self._shown} shown while the rest are sorted"
+        elif self._shown != self._total:
+            shown = f"{self._shown} of {self._total} jobs"
+        else:
+            shown = f"{self._total} jobs"
         more = f" · {len(hidden)} columns hidden: a wider terminal shows them" if hidden else ""
         return shown + more
 
@@ -200,6 +213,12 @@ class QueuePane(Pane):
         else:
             self._params = QueueParams(current.sort, not current.descending)
         self.app.recompute()  # type: ignore[attr-defined]  # (now: a test or a key that follows sees it under way)
+
+
+def _first_screen(early: Callable[[QueueModel], None], index: int, cluster: str, now: float, params: QueueParams,
+                  top: list[QueueRow], total: int) -> None:  # fmt: skip
+    """Hand the first rows (`queue_rows`' `first`) to the console as a provisional model."""
+    early(QueueModel(tuple(Row(index, cluster, row, now) for row in top), total, params, False, partial=True))
 
 
 def _key(row: Row) -> str:
