@@ -10,7 +10,7 @@ import math
 import re
 from datetime import UTC, datetime
 
-__all__ = ["LONGEST_S", "format_duration", "format_time", "parse_duration", "parse_time"]
+__all__ = ["LONGEST_S", "format_duration", "format_time", "parse_duration", "parse_time", "round_ms"]
 
 #: The longest duration gpuq takes anywhere: the span of its times, 1970..9999 (the same bound
 #: as `gpuq.model.MAX_DURATION_S`; this module imports nothing of gpuq's).
@@ -110,3 +110,21 @@ def format_duration(seconds: float | None) -> str:
         return f"{hours}h{minutes:02d}m"
     days, hours = divmod(hours, 24)
     return f"{days}d{hours:02d}h"
+
+
+#: `round_ms` works it out itself below this many seconds (115 days): its product with 1000 is then
+#: within 2e-6 of the exact one, far inside the distance from a tie it leaves to `round`
+_ROUND_MS_BELOW = 1e7
+
+
+def round_ms(seconds: float) -> float:
+    """`round(seconds, 3)`, the same float, at half the cost (`queue -o json` rounds 200,000 waits):
+    the nearest millisecond worked out with arithmetic, and `round` itself near a tie (where
+    the product's own rounding could tip it) or outside 0 .. 115 days."""
+    if 0.0 < seconds < _ROUND_MS_BELOW:  # (0.0 and -0.0 to `round`, which keeps the sign)
+        scaled = seconds * 1000.0
+        whole = math.floor(scaled)
+        part = scaled - whole
+        if part < 0.4999 or part > 0.5001:
+            return (whole + (part > 0.5)) / 1000.0
+    return round(seconds, 3)

@@ -25,7 +25,7 @@ from gpuq.cli.options import (
 )
 from gpuq.cli.render import emit_csv, emit_json_bytes, fmt_duration, fmt_time, print_table
 from gpuq.model import Job
-from gpuq.timefmt import format_time
+from gpuq.timefmt import format_time, round_ms
 from gpuq.views.changes import format_priority
 from gpuq.views.columns import QUEUE
 from gpuq.views.groups import GroupRow, group_rows
@@ -59,7 +59,7 @@ def queue_json(view: QueueView) -> bytearray:
         encode_into(row.job, out, -1)
         brace = len(out) - 1
         wait = row.wait_s
-        extras = _Extras(None if wait is None else round(wait, 3), row.effective_priority, row.preemptions,
+        extras = _Extras(None if wait is None else round_ms(wait), row.effective_priority, row.preemptions,
                          row.preemptions_24h)  # fmt: skip
         encode_into(extras, out, brace)
         out[brace] = 44  # ","
@@ -82,7 +82,7 @@ def _csv_row(row: QueueRow) -> list[Any]:
     job = row.job
     return [
         job.id, job.name, job.user, job.tenant, job.job_class, job.state.value, job.priority,
-        row.effective_priority, job.gpus, " ".join(job.nodes), None if row.wait_s is None else round(row.wait_s, 3),
+        row.effective_priority, job.gpus, " ".join(job.nodes), None if row.wait_s is None else round_ms(row.wait_s),
         format_time(job.submit_time), None if job.start_time is None else format_time(job.start_time),
         row.preemptions, row.preemptions_24h, None if job.exempt_until is None else format_time(job.exempt_until),
         job.reason,
