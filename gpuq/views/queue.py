@@ -286,18 +286,19 @@ def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
             return None
         signed.append((number, -1.0 if descending else 1.0))
 
-    # Ties go to the earliest submitted, then to the rows' order: `nsmallest` is stable, as the
-    # sorts are.
-    if len(signed) == 2:  # (the console's own order: state, then effective priority)
+    # Ties go to the earliest submitted (the sorts' own tie-break key), then to the rows' order:
+    # `nsmallest` is stable, as the sorts are.
+    if len(signed) == 2:  # (the console's own order, state then effective priority: its key
+        # tuple is built without the list, as it runs once per row)
         (first, first_sign), (second, second_sign) = signed
 
         def pair(row: QueueRow) -> tuple[Any, ...]:
-            return first_sign * first(row), second_sign * second(row), row.job.submit_time
+            return first_sign * first(row), second_sign * second(row), _submit(row)
 
         return heapq.nsmallest(count, rows, key=pair)
 
     def key(row: QueueRow) -> tuple[Any, ...]:
-        return (*[sign * number(row) for number, sign in signed], row.job.submit_time)
+        return (*[sign * number(row) for number, sign in signed], _submit(row))
 
     return heapq.nsmallest(count, rows, key=key)
 
