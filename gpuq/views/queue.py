@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import math
 import operator
 import sys
 from collections.abc import Callable, Sequence
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from functools import partial
+from itertools import compress
 from typing import Any, NamedTuple
 
 import msgspec
@@ -269,6 +271,16 @@ def _paced_sort(rows: list[QueueRow], key: Callable[[QueueRow], Any], reverse: b
 _NUMERIC_KEYS: dict[str, Callable[[QueueRow], float]] = {
     name: SORT_KEYS[name] for name in ("effective", "priority", "wait", "gpus", "state")
 }
+#: those of them that are floats (the others are ints, never NaN)
+_FLOAT_KEYS = frozenset({"effective", "wait"})
+
+
+class _Level(NamedTuple):
+    """One key of `first_rows`: its values, their direction, whether one may be NaN."""
+
+    number: Callable[[QueueRow], float]
+    descending: bool
+    floats: bool
 
 
 def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
@@ -279,28 +291,45 @@ def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
     the submit-time tie-break round: only the full sort orders those."""
     if reverse:
         return None
-    signed: list[tuple[Callable[[QueueRow], float], float]] = []
+    levels: list[_Level] = []
     for name, descending in keys or DEFAULT_SORT:
         number = _NUMERIC_KEYS.get(name)
         if number is None:
             return None
-        signed.append((number, -1.0 if descending else 1.0))
+        levels.append(_Level(number, descending, name in _FLOAT_KEYS))
+    chosen = _first_positions(rows, range(len(rows)), levels, count)
+    if chosen is None:
+        return None
+    # The chosen rows in the rows' order, then put in the sort's order by the sort itself: a
+    # stable sort of these few rows gives them as it gives them among all.
+    top = [rows[i] for i in sorted(chosen)]
+    sort_rows(top, keys)
+    return top
 
-    # Ties go to the earliest submitted (the sorts' own tie-break key), then to the rows' order:
-    # `nsmallest` is stable, as the sorts are.
-    if len(signed) == 2:  # (the console's own order, state then effective priority: its key
-        # tuple is built without the list, as it runs once per row)
-        (first, first_sign), (second, second_sign) = signed
 
-        def pair(row: QueueRow) -> tuple[Any, ...]:
-            return first_sign * first(row), second_sign * second(row), _submit(row)
-
-        return heapq.nsmallest(count, rows, key=pair)
-
-    def key(row: QueueRow) -> tuple[Any, ...]:
-        return (*[sign * number(row) for number, sign in signed], _submit(row))
-
-    return heapq.nsmallest(count, rows, key=key)
+def _first_positions(rows: Sequence[QueueRow], positions: Sequence[int],
+                     levels: Sequence[_Level], count: int) -> list[int] | None:  # fmt: skip
+    """The positions of the first `count` of `rows` (at `positions`, in the rows' order) by
+    `levels` in turn, then the submit time, then the rows' order. One key per pass: the rows
+    before the `count`-th one's value are in, those after it out, and only those that share its
+    value go on to the next key (few, past the first keys). None on a value that is no number
+    (NaN: the sorts' order among NaNs is their own)."""
+    if count <= 0:
+        return []
+    if len(rows) <= count:
+        return list(positions)
+    if not levels:  # the tie-breaks: submit time, then the rows' order (`nsmallest` is stable)
+        return [positions[k] for k in heapq.nsmallest(count, range(len(rows)), key=lambda k: _submit(rows[k]))]
+    number, descending, floats = levels[0]
+    values = list(map(number, rows))
+    if floats and any(map(math.isnan, values)):
+        return None
+    cut = (heapq.nlargest if descending else heapq.nsmallest)(count, values)[-1]
+    ahead = list(compress(positions, [v > cut for v in values] if descending else [v < cut for v in values]))
+    tied = [v == cut for v in values]
+    rest = _first_positions(list(compress(rows, tied)), list(compress(positions, tied)), levels[1:],
+                            count - len(ahead))  # fmt: skip
+    return None if rest is None else ahead + rest
 
 
 #: jobs between two calls of `queue_rows`' `pause`

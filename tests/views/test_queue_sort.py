@@ -160,3 +160,11 @@ def test_the_first_rows_are_left_to_the_sort_where_a_key_is_no_number(name: str)
     rows = [_row(i, 1.0, float(i), 1, "low", "a") for i in range(3)]
     assert q.first_rows(rows, (q.SortKey(name, False),), 2) is None
     assert q.first_rows(rows, (q.SortKey("effective", True),), 2, reverse=True) is None
+
+
+def test_the_first_rows_are_left_to_the_sort_where_a_value_is_nan() -> None:
+    """The sorts' order among NaNs is their own: `first_rows` does not guess it."""
+    rows = [_state_row(i, eff, float(i), 1, JobState.PENDING) for i, eff in enumerate([1.0, float("nan"), 3.0])]
+    assert q.first_rows(rows, (q.SortKey("effective", True),), 1) is None
+    assert q.first_rows(rows, (q.SortKey("gpus", True), q.SortKey("effective", True)), 1) is None
+    assert [r.job.id for r in q.first_rows(rows[::2], (q.SortKey("effective", True),), 1) or []] == ["2"]
