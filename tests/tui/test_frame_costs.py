@@ -414,7 +414,7 @@ async def test_a_row_line_is_what_rich_would_simplify_it_to() -> None:
     from rich.segment import Segment
     from textual.strip import Strip
 
-    from gpuq.tui.widgets.table import GAP, _fit
+    from gpuq.tui.widgets.fitting import GAP, fit_cell
 
     def reference(table: ViewTable, index: int, width: int, selected: bool, under: bool) -> Strip:
         cells, tones = table._row(index)
@@ -431,7 +431,7 @@ async def test_a_row_line_is_what_rich_would_simplify_it_to() -> None:
                 style = style + table._style("cursor")
             if n:
                 segments.append(Segment(" " * GAP, row_style))
-            segments.append(Segment(_fit(cells[i], w, column), style))
+            segments.append(Segment(fit_cell(cells[i], w, column), style))
         return Strip(Segment.simplify(segments)).adjust_cell_length(width, row_style)
 
     app = _MixedApp()

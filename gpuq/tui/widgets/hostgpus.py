@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gpuq.textsafe import cell_width, visible
-from gpuq.tui.widgets.table import fit_items
+from gpuq.tui.widgets.fitting import fit_items
 from gpuq.tui.widgets.tones import component_style
 from gpuq.views.hostgpus import HostGpuRow, HostGpuView
 

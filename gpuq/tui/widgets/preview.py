@@ -22,6 +22,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gpuq.textsafe import cell_width, visible
+from gpuq.tui.widgets.fitting import TEXT_MIN, choose_columns
 from gpuq.views.columns import PREVIEW_NATIVE, PREVIEW_SPARED, PREVIEW_VICTIMS, Column, Kind, TableSpec
 from gpuq.views.preview import PreviewView, native_rows, native_summary, spared_rows, verdict, victim_rows
 
@@ -29,9 +30,6 @@ __all__ = ["SIDE_BY_SIDE", "FittedTable", "PreviewBody", "preview_renderable"]
 
 #: a cell: text, or items of a LIST column
 Cell = str | tuple[str, ...]
-GAP = 2
-#: free text is not made narrower than this; narrower, the column is dropped instead
-TEXT_MIN = 12
 #: from this width on, gpuq's plan and the native one are shown side by side
 SIDE_BY_SIDE = 150
 #: style names (component classes `previewbody--NAME`)
@@ -64,22 +62,14 @@ class FittedTable:
     def shown(self, width: int) -> list[int]:
         """The columns (indexes) that fit `width`: the least important dropped first."""
         columns, widths = self.spec.columns, self._widths()
-        chosen: list[int] = []
-        used = 0
-        for i in sorted(range(len(columns)), key=lambda n: columns[n].rank):
-            column = columns[i]
-            if column.kind is Kind.LIST:
+        wants = []
+        for i, column in enumerate(columns):
+            if column.kind is Kind.LIST:  # (wraps between its items: as wide as the widest item)
                 want = max((cell_width(item) for row in self.cells for item in row[i].split(" ")), default=1)
-                want = max(want, cell_width(column.name))
-            elif column.kind is Kind.TEXT:
-                want = min(widths[i], TEXT_MIN)
+                wants.append(max(want, cell_width(column.name)))
             else:
-                want = widths[i]
-            extra = want + (GAP if chosen else 0)
-            if column.rank == 0 or used + extra <= width:
-                chosen.append(i)
-                used += extra
-        return sorted(chosen)
+                wants.append(min(widths[i], TEXT_MIN) if column.kind is Kind.TEXT else widths[i])
+        return choose_columns([c.rank for c in columns], wants, width)[0]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         columns = self.spec.columns

@@ -35,10 +35,11 @@ from textual.style import Style as TextualStyle
 
 from gpuq.textsafe import cell_width, visible
 from gpuq.tui.keymap import bindings
+from gpuq.tui.widgets.fitting import GAP, TEXT_MIN, choose_columns, fit_cell
 from gpuq.tui.widgets.tones import component_style
 from gpuq.views.columns import Column, Kind, TableSpec
 
-__all__ = ["TableData", "ViewTable", "fit_items"]
+__all__ = ["TableData", "TableMessage", "ViewTable"]
 
 R = TypeVar("R")
 #: cells of one row: one text per column of the spec
@@ -46,9 +47,6 @@ Cells = tuple[str, ...]
 #: styles of one row: per column, a style name (`STYLE_NAMES`) or None
 Tones = tuple[str | None, ...]
 
-GAP = 2
-#: free text is not made narrower than this; narrower, the column is dropped instead
-TEXT_MIN = 12
 #: drawn lines kept (a few screens' worth); past it the memo starts again
 STRIP_MEMO = 512
 #: the style names a view may give a cell (each a component class, styled by the theme)
@@ -76,6 +74,18 @@ class TableData(Generic[R]):
         return TableData(spec, (), lambda r: (), lambda r: "")
 
 
+class TableMessage(Message):
+    """What a `ViewTable` tells its pane; `control` is the table (for `@on(..., "#id")`)."""
+
+    def __init__(self, table: ViewTable) -> None:
+        super().__init__()
+        self.table = table
+
+    @property
+    def control(self) -> ViewTable:
+        return self.table
+
+
 class ViewTable(ScrollView, can_focus=True):
     """See the module docstring."""
 
@@ -96,49 +106,29 @@ class ViewTable(ScrollView, can_focus=True):
     ViewTable { height: 1fr; overflow-x: hidden; }
     """
 
-    class Moved(Message):
+    class Moved(TableMessage):
         """The cursor is on another row (or the rows changed under it)."""
 
         def __init__(self, table: ViewTable, key: str | None) -> None:
-            super().__init__()
-            self.table, self.key = table, key
+            super().__init__(table)
+            self.key = key
 
-        @property
-        def control(self) -> ViewTable:
-            return self.table
-
-    class Hid(Message):
+    class Hid(TableMessage):
         """Which columns are hidden changed (the status bar says how many)."""
 
-        def __init__(self, table: ViewTable) -> None:
-            super().__init__()
-            self.table = table
-
-        @property
-        def control(self) -> ViewTable:
-            return self.table
-
-    class Opened(Message):
+    class Opened(TableMessage):
         """Enter on a row."""
 
         def __init__(self, table: ViewTable, key: str) -> None:
-            super().__init__()
-            self.table, self.key = table, key
+            super().__init__(table)
+            self.key = key
 
-        @property
-        def control(self) -> ViewTable:
-            return self.table
-
-    class SortAsked(Message):
+    class SortAsked(TableMessage):
         """The operator asked for another sort (`column` None: reverse the current one)."""
 
         def __init__(self, table: ViewTable, column: str | None) -> None:
-            super().__init__()
-            self.table, self.column = table, column
-
-        @property
-        def control(self) -> ViewTable:
-            return self.table
+            super().__init__(table)
+            self.column = column
 
     def __init__(self, spec: TableSpec, *, empty_text: str = "none", sortable: Sequence[str] = (),
                  id: str | None = None) -> None:  # fmt: skip
@@ -253,17 +243,10 @@ class ViewTable(ScrollView, can_focus=True):
                 need = max(need, *map(cell_width, by_column[i]))
             widths[spec_column.name] = need
         available = self.scrollable_content_region.width or self.size.width
-        keep = sorted(spec.columns, key=lambda c: c.rank)
-        chosen: list[Column] = []
-        used = 0
-        for column in keep:
-            want = widths[column.name] if not column.flexible else min(widths[column.name], TEXT_MIN)
-            extra = want + (GAP if chosen else 0)
-            if column.rank == 0 or used + extra <= available:
-                chosen.append(column)
-                used += extra
-        order = [c for c in spec.columns if c in chosen]
-        hidden = tuple(c.name for c in spec.columns if c not in chosen)
+        wants = [min(widths[c.name], TEXT_MIN) if c.flexible else widths[c.name] for c in spec.columns]
+        chosen, used = choose_columns([c.rank for c in spec.columns], wants, available)
+        order = [spec.columns[i] for i in chosen]
+        hidden = tuple(c.name for i, c in enumerate(spec.columns) if i not in chosen)
         if hidden != self.hidden:
             self.hidden = hidden
             self.post_message(self.Hid(self))
@@ -438,7 +421,7 @@ class ViewTable(ScrollView, can_focus=True):
                 text = text.rjust(w) if column.kind is Kind.NUMBER else text.ljust(w)
                 used += w
             else:
-                text = _fit(text, w, column)
+                text = fit_cell(text, w, column)
                 used += cell_len(text)  # (as `Strip` measures it)
             tone = tones[i] if i < tone_count else None
             style = styles.get(tone)
@@ -612,40 +595,3 @@ def _find_near(rows: Sequence[Any], key: Callable[[Any], str], wanted: str, near
             if 0 <= i < count and key(rows[i]) == wanted:
                 return i
     return next((i for i, r in enumerate(rows) if key(r) == wanted), -1)
-
-
-def _fit(text: str, width: int, column: Column) -> str:
-    """A cell at the column's width: padded; free text cut with "…" (an id, a number or a word
-    is never cut: its column was made wide enough, or dropped)."""
-    w = cell_width(text)
-    if w > width and column.kind is Kind.LIST:
-        shown = fit_items(text.split(column.sep), width, column.sep)
-        return shown + " " * max(0, width - cell_width(shown))
-    if w > width and column.kind is Kind.TEXT:
-        out, used = [], 0
-        for ch in text:
-            cw = cell_width(ch)
-            if used + cw > width - 1:
-                break
-            out.append(ch)
-            used += cw
-        return "".join(out) + "…" + " " * (width - used - 1)
-    pad = " " * max(0, width - w)
-    return pad + text if column.right else text + pad
-
-
-def fit_items(items: Sequence[str], width: int, sep: str) -> str:
-    """As many whole items as fit in `width`, then `…+N` for the rest: a list is cut between
-    items, never inside one (an item is a node name, a job id). `…+3` alone when not even the
-    first fits."""
-    kept: list[str] = []
-    for n, item in enumerate(items):
-        rest = len(items) - n - 1
-        tail = f"{sep}…+{rest}" if rest else ""
-        if cell_width(sep.join([*kept, item]) + tail) > width:
-            break
-        kept.append(item)
-    left = len(items) - len(kept)
-    if not left:
-        return sep.join(kept)
-    return f"{sep.join(kept)}{sep}…+{left}" if kept else f"…+{left}"
