@@ -32,6 +32,7 @@ from gpuq.service import Cluster
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration, format_time
 from gpuq.tui.collector import computing, settle_collector, untrack
+from gpuq.tui.commands import PROMPT_HINTS, palette_commands, run_command
 from gpuq.tui.gate import InputGate
 from gpuq.tui.keymap import bindings
 from gpuq.tui.messages import Computed, Refreshed, RefreshFailed
@@ -492,14 +493,7 @@ class GpuqConsole(ReplayControls, App[None]):
     def _open_prompt(self, mode: str, value: str) -> None:
         self._prompt_mode = mode
         box, prompt = self.query_one("#prompt-box"), self.query_one("#prompt", Input)
-        prompt.placeholder = {
-            "/": "filter: part of an id, name, user, class, node or reason",
-            ":": (
-                "view (queue, gpus, sla, preemptions, job, preview, audit, lab), lab TRACE, theme NAME, "
-                "cluster NAME, q"
-            ),
-            "g": "jump to a recorded time: 2026-11-19T19:04:00Z, or 19:04[:00] on the first frame's day",
-        }[mode]
+        prompt.placeholder = PROMPT_HINTS[mode]
         prompt.value = value
         box.display = True
         prompt.focus()
@@ -523,58 +517,14 @@ class GpuqConsole(ReplayControls, App[None]):
         self._paint_status()
 
     def run_command(self, text: str) -> None:
-        """`:` commands, k9s style: a view name, `theme NAME`, `cluster NAME`, `q`."""
-        word, _, rest = text.partition(" ")
-        word, rest = word.lower(), rest.strip()
-        views = {cls.view_id for cls in pane_classes()}
-        if word in ("q", "quit", "q!"):
-            self.exit()
-        elif word in ("lab", "trace") and rest:  # `:lab TRACE`: the policy lab replays a trace
-            from gpuq.tui.panes.lab import LabPane
-
-            self.action_show_view("lab")
-            self.query_one(LabPane).load(rest)
-        elif word == "trace":
-            self.notify("trace needs a path: :trace PATH (or :lab PATH)", severity="error")
-        elif word in views:
-            self.action_show_view(word)
-        elif word == "theme" and rest:
-            if rest in self.available_themes:
-                self.theme = rest
-            else:
-                self.notify(f"no theme {visible(rest)!r} (themes: {', '.join(sorted(self.available_themes))})",
-                            severity="error")  # fmt: skip
-        elif word == "cluster" and rest:
-            if not self.set_scope_by_name(rest):
-                names = ", ".join(c.name for c in self.clusters)
-                self.notify(f"no cluster {visible(rest)!r} (clusters: {visible(names)}, all)", severity="error")
-        elif word:
-            self.notify(f"unknown command {visible(word)!r}: a view ({', '.join(sorted(views))}), theme NAME, "
-                        "cluster NAME or q", severity="error")  # fmt: skip
+        """A `:` command (gpuq/tui/commands.py)."""
+        run_command(self, text)
 
     # -- the command palette (ctrl+p): views, clusters, themes, actions, refresh
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for cls in pane_classes():
-            yield SystemCommand(f"View: {cls.title}", f"Show the {cls.title} view",
-                                partial(self.action_show_view, cls.view_id))  # fmt: skip
-        if len(self.clusters) > 1:
-            for cluster in self.clusters:
-                name = cluster.name
-                yield SystemCommand(f"Cluster: {visible(name)}", f"Show cluster {visible(name)} only",
-                                    partial(self.set_scope_by_name, name))  # fmt: skip
-            yield SystemCommand("Cluster: all", "Every cluster in one view", partial(self.set_scope_by_name, "all"))
-        for name in sorted(self.available_themes):
-            yield SystemCommand(f"Theme: {name}", f"Colours of the {name} theme", partial(self._set_theme, name))
-        yield SystemCommand("Refresh now", "Read the cluster(s) again", self.action_refresh_now)
-        if not self.settings.read_only:
-            for kind in ("bump", "exempt", "preempt", "resume"):
-                yield SystemCommand(f"Action: {kind}", f"{kind.capitalize()} the selected job",
-                                    partial(self.action_act, kind))  # fmt: skip
-
-    def _set_theme(self, name: str) -> None:
-        self.theme = name
+        yield from palette_commands(self)
 
     # -- help and actions
 

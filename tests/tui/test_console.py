@@ -186,6 +186,30 @@ async def test_clusters_switch_and_combine(console: ConsoleFactory) -> None:
         assert "[beta]" in status(app)
 
 
+async def test_the_command_palette_offers_views_clusters_themes_and_actions(console: ConsoleFactory) -> None:
+    from gpuq.tui.panes import pane_classes
+
+    a, _ = flaky_cluster(SMALL, "alpha")
+    b, _ = flaky_cluster(SMALL, "beta")
+    app = console([a, b])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert {f"View: {cls.title}" for cls in pane_classes()} <= set(commands)
+        assert {"Cluster: alpha", "Cluster: beta", "Cluster: all", "Theme: light", "Refresh now"} <= set(commands)
+        assert {f"Action: {kind}" for kind in ("bump", "exempt", "preempt", "resume")} <= set(commands)
+        commands["Theme: light"].callback()
+        assert app.theme == "light"
+        commands["Cluster: beta"].callback()
+        await wait_for(pilot, lambda: "[beta]" in status(app))
+        commands["View: GPUs"].callback()
+        assert app.view_id == "gpus"
+    read_only = console([a], read_only=True)
+    async with read_only.run_test(size=(120, 30)) as pilot:
+        titles = {c.title for c in read_only.get_system_commands(read_only.screen)}
+        assert "Refresh now" in titles and not any(t.startswith(("Action:", "Cluster:")) for t in titles)
+
+
 async def test_outside_text_is_shown_as_data(tmp_path: Path, console: ConsoleFactory) -> None:
     from gpuq.service import open_cluster
 
