@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.notifications import Notification, Notifications
 
 from gpuq.service import Cluster, open_cluster
 from gpuq.tui.app import ConsoleSettings, GpuqConsole, make_app
@@ -29,6 +30,25 @@ def xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
         monkeypatch.setenv(f"XDG_{name.upper()}_HOME", str(path))
     monkeypatch.delenv("NO_COLOR", raising=False)
     return dirs
+
+
+@pytest.fixture(autouse=True)
+def kept_notifications(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every notification a console raises is also kept for `noted`: Textual forgets one once its
+    timeout (8 s for information) has passed, and a loaded machine can take longer than that to
+    reach the assertion that looks for it."""
+    add = Notifications.add
+
+    def add_and_keep(self: Notifications, notification: Notification) -> Notifications:
+        self.__dict__.setdefault("kept", []).append(notification)
+        return add(self, notification)
+
+    monkeypatch.setattr(Notifications, "add", add_and_keep)
+
+
+def noted(app: GpuqConsole) -> list[Notification]:
+    """Every notification `app` raised so far, in order, whether or not it has expired since."""
+    return list(app._notifications.__dict__.get("kept", []))
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from gpuq.tui.screens.action import ActionScreen
 from gpuq.tui.widgets.preview import PreviewBody
 from gpuq.tui.widgets.table import ViewTable
 from tests.clock import FixedClock
-from tests.tui.conftest import ConsoleFactory, loaded, wait_for
+from tests.tui.conftest import ConsoleFactory, loaded, noted, wait_for
 
 Record = dict[str, Any]
 
@@ -36,7 +36,7 @@ def records(cluster: Cluster) -> list[Record]:
 
 def notes(app: GpuqConsole) -> list[tuple[str, str, str]]:
     """(title, message, severity) of every notification so far."""
-    return [(n.title, n.message, n.severity) for n in app._notifications]
+    return [(n.title, n.message, n.severity) for n in noted(app)]
 
 
 def a_job(snapshot: Snapshot, state: JobState, also: Callable[[Job], bool] = lambda j: True) -> Job:

@@ -17,7 +17,7 @@ from gpuq.tui.widgets.table import ViewTable
 from gpuq.views.queue import QueueFilter, SortKey, queue_rows
 from tests.factories import make_job, make_snapshot
 from tests.tui.backends import flaky_cluster
-from tests.tui.conftest import CONSOLE_T0, SMALL, ConsoleFactory, loaded, wait_for
+from tests.tui.conftest import CONSOLE_T0, SMALL, ConsoleFactory, loaded, noted, wait_for
 
 
 def lines(table: ViewTable) -> list[str]:
@@ -94,7 +94,7 @@ async def test_colon_commands(small_cluster: Cluster, console: ConsoleFactory) -
         assert app.theme == "light"
         await pilot.press("colon", *"nonsense", "enter")
         await pilot.pause()
-        assert any("unknown command 'nonsense'" in n.message for n in app._notifications)
+        assert any("unknown command 'nonsense'" in n.message for n in noted(app))
         await pilot.press("colon", *"q", "enter")
         await pilot.pause()
     assert app.return_code == 0
@@ -270,7 +270,7 @@ async def test_notifications_never_read_markup(small_cluster: Cluster, console: 
         await loaded(pilot)
         await pilot.press("colon", *"cluster [bold]x[/]", "enter")
         await pilot.pause(0.1)
-        (note,) = [n for n in app._notifications if "no cluster" in n.message]
+        (note,) = [n for n in noted(app) if "no cluster" in n.message]
         assert "'[bold]x[/]'" in note.message and note.markup is False
 
 

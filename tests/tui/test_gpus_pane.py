@@ -27,7 +27,7 @@ from tests.factories import make_job, make_snapshot
 from tests.nvml.conftest import FakeProc
 from tests.nvml.fakenvml import GIB, FakeNvml, h100, library_missing
 from tests.tui.backends import flaky_cluster
-from tests.tui.conftest import CONSOLE_T0, SMALL, ConsoleFactory, loaded, wait_for
+from tests.tui.conftest import CONSOLE_T0, SMALL, ConsoleFactory, loaded, noted, wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -233,7 +233,7 @@ async def test_without_nvml_one_muted_line_says_why(small_cluster: Cluster, cons
         assert muted != Color.parse(app.theme_variables["foreground"]).rich_color  # muted, not plain
         drawn = app.query_one("#gpus-host").render_line(0)
         assert {seg.style.color for seg in drawn if seg.text.strip() and seg.style} == {muted}
-        assert not app._notifications  # not an error
+        assert not noted(app)  # not an error
         assert grid_of(app).host_node is None
 
 

@@ -17,7 +17,7 @@ from gpuq.service.policylab import Lab, LabSettings, builtin_trace, run_lab
 from gpuq.tui.app import GpuqConsole
 from gpuq.tui.panes.lab import LabModel, LabPane
 from gpuq.views.policylab import job_order, lab_table
-from tests.tui.conftest import FIXTURES, ConsoleFactory, loaded, wait_for
+from tests.tui.conftest import FIXTURES, ConsoleFactory, loaded, noted, wait_for
 
 TRACE = FIXTURES / "traces" / "jobs.jsonl"
 
@@ -135,9 +135,9 @@ async def test_trace_command_loads_a_trace_and_a_bad_path_is_one_line(small_clus
         assert model.rows and "Utilisation" in text_of(app, "#lab-table")
         # a path that is not there: one error line; the lab keeps its trace and table
         await command(pilot, "lab /no/such/trace.jsonl")
-        await wait_for(pilot, lambda: any("no such trace" in n.message for n in app._notifications))
+        await wait_for(pilot, lambda: any("no such trace" in n.message for n in noted(app)))
         await wait_for(pilot, lambda: not app._computing)
-        errors = [n for n in app._notifications if n.severity == "error"]
+        errors = [n for n in noted(app) if n.severity == "error"]
         assert len(errors) == 1 and "\n" not in errors[0].message and "Traceback" not in errors[0].message
         assert errors[0].message.startswith("/no/such/trace.jsonl: no such trace file")
         assert shown(app) is model and "jobs.jsonl, 5 jobs" in text_of(app, "#lab-settings")
@@ -146,12 +146,12 @@ async def test_trace_command_loads_a_trace_and_a_bad_path_is_one_line(small_clus
         app.action_refresh_now()
         await pilot.pause(0.3)
         await wait_for(pilot, lambda: not app._computing)
-        assert len([n for n in app._notifications if n.severity == "error"]) == 1
+        assert len([n for n in noted(app) if n.severity == "error"]) == 1
         # a bad option is said too, and `:lab builtin` goes back to the built-in workload
         await command(pilot, "lab x.csv --colour red")
-        await wait_for(pilot, lambda: any("unknown option" in n.message for n in app._notifications))
+        await wait_for(pilot, lambda: any("unknown option" in n.message for n in noted(app)))
         await command(pilot, "trace")
-        await wait_for(pilot, lambda: any("trace needs a path" in n.message for n in app._notifications))
+        await wait_for(pilot, lambda: any("trace needs a path" in n.message for n in noted(app)))
         await command(pilot, "lab builtin")
         await wait_for(pilot, lambda: (m := shown(app)) is not None and m.result is not None
                        and m.params.request.path is None and not app._computing)  # fmt: skip

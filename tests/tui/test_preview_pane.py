@@ -23,7 +23,7 @@ from gpuq.tui.widgets.preview import PreviewBody
 from gpuq.tui.widgets.table import ViewTable
 from gpuq.views.preview import preview_view
 from tests.tui.backends import FlakyBackend
-from tests.tui.conftest import SMALL, ConsoleFactory, loaded, wait_for
+from tests.tui.conftest import SMALL, ConsoleFactory, loaded, noted, wait_for
 
 
 def shown(app: GpuqConsole) -> str:
@@ -187,7 +187,7 @@ async def test_what_if_bad_input_is_said_in_the_form_and_in_the_view(
         await wait_for(pilot, lambda: found.model is not None and found.model.note is not None)
         assert found.model.view is None
         assert "--priority 99999999: priority must be an integer from 0 to 1000000" in flat(app)
-        assert not [n for n in app._notifications if n.severity == "error"]
+        assert not [n for n in noted(app) if n.severity == "error"]
 
 
 class NativeBackend(FlakyBackend):

@@ -15,7 +15,7 @@ from gpuq.tui.app import ConsoleSettings, GpuqConsole, make_app
 from gpuq.tui.options import ConsoleSetup
 from gpuq.tui.replaying import ReplayClock, scrubber_line
 from tests.clock import FixedClock
-from tests.tui.conftest import loaded, wait_for
+from tests.tui.conftest import loaded, noted, wait_for
 
 
 def test_replay_clock_steps_jumps_and_plays() -> None:
@@ -98,7 +98,7 @@ async def test_record_then_replay_shows_each_recorded_frame(tmp_path: Path, demo
         await wait_for(pilot, lambda: app.snapshots[0] is not None and app.snapshots[0].now == times[1])
         await pilot.press("g", *"not a time", "enter")
         await pilot.pause(0.1)
-        assert any("not a time" in n.message or "RFC 3339" in n.message for n in app._notifications)
+        assert any("not a time" in n.message or "RFC 3339" in n.message for n in noted(app))
         # play: the wall clock moves, the frames follow at the chosen speed
         await pilot.press("plus", "plus")  # 4x
         assert app.replay_clock is not None and app.replay_clock.speed == 4.0
@@ -109,7 +109,7 @@ async def test_record_then_replay_shows_each_recorded_frame(tmp_path: Path, demo
         # read-only, saying why
         await pilot.press("b")
         await pilot.pause(0.1)
-        assert any("recording" in n.message and "disabled" in n.message for n in app._notifications)
+        assert any("recording" in n.message and "disabled" in n.message for n in noted(app))
 
 
 async def test_scrubber_keys_outside_a_replay_say_what_they_need(small_cluster: Cluster, console: object) -> None:
@@ -118,7 +118,7 @@ async def test_scrubber_keys_outside_a_replay_say_what_they_need(small_cluster: 
         await loaded(pilot)
         await pilot.press("full_stop")
         await pilot.pause(0.1)
-        assert any("--replay DIR" in n.message for n in app._notifications)
+        assert any("--replay DIR" in n.message for n in noted(app))
         assert not app.query("#scrubber")
 
 
@@ -139,7 +139,7 @@ async def test_recording_that_fails_stops_and_says_so_once(tmp_path: Path, demo_
         monkeypatch.setattr(writer, "_write_all", full)  # every frame from here meets a full disk
 
         def said() -> list[Any]:
-            return [n for n in app._notifications if n.message.startswith("recording stopped")]
+            return [n for n in noted(app) if n.message.startswith("recording stopped")]
 
         clock.now += 5
         app.action_refresh_now()
