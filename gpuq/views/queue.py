@@ -271,16 +271,6 @@ def _paced_sort(rows: list[QueueRow], key: Callable[[QueueRow], Any], reverse: b
 _NUMERIC_KEYS: dict[str, Callable[[QueueRow], float]] = {
     name: SORT_KEYS[name] for name in ("effective", "priority", "wait", "gpus", "state")
 }
-#: those of them that are floats (the others are ints, never NaN)
-_FLOAT_KEYS = frozenset({"effective", "wait"})
-
-
-class _Level(NamedTuple):
-    """One key of `first_rows`: its values, their direction, whether one may be NaN."""
-
-    number: Callable[[QueueRow], float]
-    descending: bool
-    floats: bool
 
 
 def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
@@ -291,12 +281,12 @@ def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
     the submit-time tie-break round: only the full sort orders those."""
     if reverse:
         return None
-    levels: list[_Level] = []
+    levels: list[tuple[Callable[[QueueRow], float], bool]] = []
     for name, descending in keys or DEFAULT_SORT:
         number = _NUMERIC_KEYS.get(name)
         if number is None:
             return None
-        levels.append(_Level(number, descending, name in _FLOAT_KEYS))
+        levels.append((number, descending))
     chosen = _first_positions(rows, range(len(rows)), levels, count)
     if chosen is None:
         return None
@@ -308,7 +298,8 @@ def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
 
 
 def _first_positions(rows: Sequence[QueueRow], positions: Sequence[int],
-                     levels: Sequence[_Level], count: int) -> list[int] | None:  # fmt: skip
+                     levels: Sequence[tuple[Callable[[QueueRow], float], bool]],
+                     count: int) -> list[int] | None:  # fmt: skip
     """The positions of the first `count` of `rows` (at `positions`, in the rows' order) by
     `levels` in turn, then the submit time, then the rows' order. One key per pass: the rows
     before the `count`-th one's value are in, those after it out, and only those that share its
@@ -320,9 +311,9 @@ def _first_positions(rows: Sequence[QueueRow], positions: Sequence[int],
         return list(positions)
     if not levels:  # the tie-breaks: submit time, then the rows' order (`nsmallest` is stable)
         return [positions[k] for k in heapq.nsmallest(count, range(len(rows)), key=lambda k: _submit(rows[k]))]
-    number, descending, floats = levels[0]
+    number, descending = levels[0]
     values = list(map(number, rows))
-    if floats and any(map(math.isnan, values)):
+    if any(map(math.isnan, values)):
         return None
     cut = (heapq.nlargest if descending else heapq.nsmallest)(count, values)[-1]
     ahead = list(compress(positions, [v > cut for v in values] if descending else [v < cut for v in values]))
