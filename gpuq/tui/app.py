@@ -400,7 +400,7 @@ class GpuqConsole(ReplayControls, App[None]):
         self._switch(view_id)
 
     def _switch(self, view_id: str) -> None:
-        self._remember_selection()
+        self._sync_selection()
         self.view_id = view_id
         self.query_one("#panes", ContentSwitcher).current = f"pane-{view_id}"
         self._focus_pane()
@@ -424,11 +424,6 @@ class GpuqConsole(ReplayControls, App[None]):
             tables.first().focus()
         else:
             self.pane.focus()
-
-    def _remember_selection(self) -> None:
-        chosen = self.pane.selection()
-        if chosen is not None:
-            self.selected = chosen
 
     def _sync_selection(self) -> None:
         chosen = self.pane.selection()
