@@ -432,6 +432,8 @@ class GpuqConsole(ReplayControls, App[None]):
 
     @on(ViewTable.Moved)
     def _moved(self, event: ViewTable.Moved) -> None:
+        if not self.is_running:  # (a table's message delivered as the console closes: its panes are gone)
+            return
         self._sync_selection()
         self._paint_status()
 
@@ -441,6 +443,8 @@ class GpuqConsole(ReplayControls, App[None]):
 
     @on(ViewTable.Opened)
     def _opened(self, event: ViewTable.Opened) -> None:
+        if not self.is_running:  # (as in `_moved`)
+            return
         self._sync_selection()
         if self.selected is not None and self.view_id != "job":
             self.action_show_view("job")

@@ -210,6 +210,22 @@ async def test_the_command_palette_offers_views_clusters_themes_and_actions(cons
         assert "Refresh now" in titles and not any(t.startswith(("Action:", "Cluster:")) for t in titles)
 
 
+async def test_a_tables_message_delivered_as_the_console_closes_is_dropped(
+    small_cluster: Cluster, console: ConsoleFactory
+) -> None:
+    """A cursor move or an Enter still queued when the console closes (a view switched, then `q`)
+    arrives after the panes are gone: it is dropped, never a traceback on the way out."""
+    app = console([small_cluster])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        table = queue_table(app)
+        selected = app.selected
+    assert not app.is_running and not app.query("#panes")
+    app._moved(ViewTable.Moved(table, "0/101"))
+    app._opened(ViewTable.Opened(table, "0/101"))
+    assert app.selected == selected and app.view_id == "queue"
+
+
 async def test_outside_text_is_shown_as_data(tmp_path: Path, console: ConsoleFactory) -> None:
     from gpuq.service import open_cluster
 
