@@ -73,3 +73,28 @@ def test_tables_are_drawn_without_rich() -> None:
     commands = ", ".join(f"gpuq.cli.{m}" for m in ("queue", "gpus", "sla", "overview", "preemptions", "preview", "job",
                                                     "actions", "audit", "table"))  # fmt: skip
     assert _hits(_modules_after_import(commands), ("rich",)) == []
+
+
+def test_a_queue_command_loads_neither_nvml_nor_recordings() -> None:
+    """The host's GPUs and incident recordings load on first use of their names (gpuq.service):
+    a command that reads a snapshot pays for neither."""
+    snapshot = ROOT / "tests" / "fixtures" / "snapshots" / "small.json"
+    code = (
+        "import json, sys\n"
+        "from gpuq.cli.main import cli\n"
+        f"try:\n    cli.main(['queue', '-o', 'json', '--snapshot', {str(snapshot)!r}])\n"
+        "except SystemExit as end:\n    assert not end.code, end.code\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    argv = [sys.executable, "-c", code]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True)  # noqa: S603
+    loaded = set(json.loads(proc.stderr.strip().splitlines()[-1]))
+    assert "gpuq.service.cluster" in loaded and '"jobs"' in proc.stdout
+    assert _hits(loaded, ("gpuq.service.hostgpus", "gpuq.backends.nvml", "gpuq.service.recording",
+                          "gpuq.backends.recording")) == []  # fmt: skip
+    import gpuq.service
+
+    assert gpuq.service.Recorder.__module__ == "gpuq.service.recording"
+    assert gpuq.service.host_gpus.__module__ == "gpuq.service.hostgpus"
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        gpuq.service.no_such_name  # noqa: B018
