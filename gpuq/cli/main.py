@@ -17,7 +17,7 @@ import click
 
 from gpuq import __version__
 from gpuq.cli.errors import to_click_error, visible_message
-from gpuq.cli.options import global_options
+from gpuq.cli.options import PROCESS_END, global_options
 from gpuq.errors import GpuqError
 
 __all__ = ["GpuqGroup", "cli", "main"]
@@ -121,6 +121,27 @@ def cli(ctx: click.Context) -> None:
         ctx.invoke(overview)
 
 
+def _end_at_once(code: object) -> None:
+    """End the process now with `code`, once stdout and stderr are flushed, without freeing what
+    the command kept (`ProcessEnd`). Returns where that cannot be done as Python would end it: a
+    code that is a message (Python prints it), or a flush that fails for another reason than a
+    reader gone (Python reports it and exits with 120)."""
+    if code is not None and not isinstance(code, int):
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader is gone, as when a command meets it (GpuqGroup.invoke)
+        _silence_stdout()
+        code = 0
+    except (OSError, ValueError):
+        return
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code or 0)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (`gpuq = "gpuq.cli.main:main"`)."""
     # A command runs for a moment and builds hundreds of thousands of acyclic objects (rows, the
@@ -131,8 +152,13 @@ def main(argv: list[str] | None = None) -> None:
         from gpuq.cli.completion import register
 
         register()
+    PROCESS_END.armed = True
     try:
         cli.main(args=argv, prog_name="gpuq", complete_var="_GPUQ_COMPLETE")
+    except SystemExit as end:  # (click ends every command this way, 0 included)
+        if PROCESS_END.kept:
+            _end_at_once(end.code)
+        raise
     except BrokenPipeError:
         # `gpuq queue | head` (a pipe closed outside a command, e.g. while completing): stop
         # quietly, and keep Python from complaining at exit.

@@ -205,6 +205,7 @@ def queue(
     if limit is None and app.output == "table":
         limit = TABLE_LIMIT  # a terminal cannot show 200,000 rows usefully; json/csv get them all
     view = queue_view(app.cluster, snapshot, wanted, limit=limit)
+    app.keep(view)
     if app.output == "json":
         emit_json_bytes(queue_json(view))
     elif app.output == "csv":
