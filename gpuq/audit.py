@@ -32,9 +32,10 @@ import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from gpuq import locations
 from gpuq.errors import GpuqError
@@ -188,8 +189,7 @@ class AuditWriter:
         self.close()
 
 
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
+class AuditEntry(msgspec.Struct, frozen=True):
     """One line of the log as read back; `record` is None when the line is not valid JSON."""
 
     line: int
@@ -197,8 +197,7 @@ class AuditEntry:
     raw: str
 
 
-@dataclass(frozen=True, slots=True)
-class AuditAction:
+class AuditAction(msgspec.Struct, frozen=True):
     """One action as the log tells it: its outcome record, or, when the log has only its intent,
     that intent (`outcome_known` False: it may or may not have been applied)."""
 

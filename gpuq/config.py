@@ -39,10 +39,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+import msgspec
 
 from gpuq import locations
 from gpuq.errors import BadInput
@@ -74,8 +75,7 @@ REFRESH_MIN_S, REFRESH_MAX_S, REFRESH_DEFAULT_S = 1.0, 3600.0, 2.0
 _CLUSTER_RESERVED = {"backend", "policy_file", "policy"}
 
 
-@dataclass(frozen=True, slots=True)
-class TomlDocument:
+class TomlDocument(msgspec.Struct, frozen=True):
     """A parsed TOML file and its text, kept to point errors at lines."""
 
     path: str
@@ -94,16 +94,14 @@ class TomlDocument:
         return BadInput(f"{self.where(dotted)}: {dotted}: {problem}")
 
 
-@dataclass(frozen=True, slots=True)
-class PolicySource:
+class PolicySource(msgspec.Struct, frozen=True):
     """A resolved policy and where it came from (shown by `gpuq job`, recorded nowhere else)."""
 
     policy: Policy
     source: str
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterConfig:
+class ClusterConfig(msgspec.Struct, frozen=True):
     """One `[clusters.NAME]` table: its backend, backend options and optional policy."""
 
     name: str
@@ -112,8 +110,7 @@ class ClusterConfig:
     policy: PolicySource | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ConsoleConfig:
+class ConsoleConfig(msgspec.Struct, frozen=True):
     """The `[console]` table: what `gpuq tui` starts with (its flags override these)."""
 
     #: seconds between refreshes (`refresh`), REFRESH_MIN_S to REFRESH_MAX_S
@@ -122,11 +119,10 @@ class ConsoleConfig:
     theme: str = "dark"
     read_only: bool = False
     #: `[console.keys]`: action id -> key spec ("B", "1,f1"); the console checks both
-    keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    keys: Mapping[str, str] = msgspec.field(default_factory=lambda: MappingProxyType({}))
 
 
-@dataclass(frozen=True, slots=True)
-class Config:
+class Config(msgspec.Struct, frozen=True):
     """The whole configuration with documented defaults filled in."""
 
     path: str | None = None
@@ -135,9 +131,9 @@ class Config:
     output: str = "table"
     color: bool = True
     policy: PolicySource | None = None
-    backend_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
-    clusters: Mapping[str, ClusterConfig] = field(default_factory=lambda: MappingProxyType({}))
-    console: ConsoleConfig = field(default_factory=ConsoleConfig)
+    backend_options: Mapping[str, Mapping[str, Any]] = msgspec.field(default_factory=lambda: MappingProxyType({}))
+    clusters: Mapping[str, ClusterConfig] = msgspec.field(default_factory=lambda: MappingProxyType({}))
+    console: ConsoleConfig = msgspec.field(default_factory=ConsoleConfig)
     document: TomlDocument | None = None
 
     def where(self, dotted: str) -> str:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from gpuq.model import Job, JobState, Snapshot, from_epoch
 from gpuq.policy.config import Policy
@@ -34,8 +35,7 @@ def nearest_rank(sorted_values: Sequence[float], q: float) -> float | None:
     return sorted_values[min(rank, n) - 1]
 
 
-@dataclass(frozen=True, slots=True)
-class WaitStats:
+class WaitStats(msgspec.Struct, frozen=True):
     count: int
     pending: int
     p50_s: float | None
@@ -60,8 +60,7 @@ class WaitStats:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class SlaReport:
+class SlaReport(msgspec.Struct, frozen=True):
     since: float | None
     overall: WaitStats
     classes: dict[str, WaitStats]

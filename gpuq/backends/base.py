@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import msgspec
 
 from gpuq.errors import BadInput, Refused
 from gpuq.model import PreviewRequest, Snapshot
@@ -46,8 +47,7 @@ ACTIONS = ("bump", "exempt", "preempt", "resume")
 _NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class ApiRequest:
+class ApiRequest(msgspec.Struct, frozen=True):
     """One request to an API server (Kubernetes), as the audit log records it."""
 
     method: str
@@ -63,8 +63,7 @@ class ApiRequest:
         return doc
 
 
-@dataclass(frozen=True, slots=True)
-class PriorityChange:
+class PriorityChange(msgspec.Struct, frozen=True):
     """A bump, validated by the service: exactly one of `to`, `by`, `urgent`."""
 
     to: int | None = None
@@ -80,8 +79,7 @@ class PriorityChange:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Foreseen:
+class Foreseen(msgspec.Struct, frozen=True):
     """What the operator was shown that an action would set off: for a bump of a pending job,
     the jobs its preview would preempt (with their nodes) and the nodes it would start on."""
 
@@ -89,8 +87,7 @@ class Foreseen:
     nodes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ActionPlan:
+class ActionPlan(msgspec.Struct, frozen=True):
     """One action as a backend will carry it out, fixed when it was prepared.
 
     `before`/`after`: the job fields the action changes, now and as expected after (`after` of a
@@ -112,13 +109,12 @@ class ActionPlan:
     requests: tuple[ApiRequest, ...] = ()
     warnings: tuple[str, ...] = ()
     message: str = ""
-    guard: Mapping[str, Any] = field(default_factory=lambda: _NO_FIELDS)
-    payload: Mapping[str, Any] = field(default_factory=lambda: _NO_FIELDS)
+    guard: Mapping[str, Any] = msgspec.field(default_factory=lambda: _NO_FIELDS)
+    payload: Mapping[str, Any] = msgspec.field(default_factory=lambda: _NO_FIELDS)
     foreseen: Foreseen | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ActionResult:
+class ActionResult(msgspec.Struct, frozen=True):
     """What an applied action did: the job fields before and after, the calls it made, and
     `preempted`: the jobs it made the scheduler preempt, with their nodes (None: the backend
     cannot tell at once, as Slurm, whose scheduler acts later)."""
@@ -134,8 +130,7 @@ class ActionResult:
     preempted: Mapping[str, tuple[str, ...]] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NativeVictim:
+class NativeVictim(msgspec.Struct, frozen=True):
     """A job the native scheduler itself would preempt, and why it picks it."""
 
     id: str
@@ -145,7 +140,7 @@ class NativeVictim:
     priority: int | None
     reason: str
     #: backend facts shown beside it (Slurm: qos, partition, mode)
-    details: Mapping[str, str] = field(default_factory=lambda: _NO_FIELDS)
+    details: Mapping[str, str] = msgspec.field(default_factory=lambda: _NO_FIELDS)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -158,8 +153,7 @@ class NativeVictim:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class NativePlan:
+class NativePlan(msgspec.Struct, frozen=True):
     """What the native scheduler itself would preempt (e.g. slurmctld's own choice)."""
 
     would_preempt: bool
@@ -179,8 +173,7 @@ class NativePlan:
 _KIND_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
 
 
-@dataclass(frozen=True, slots=True)
-class OptionSpec:
+class OptionSpec(msgspec.Struct, frozen=True):
     """An option a backend takes from the config file or the command line, and its type."""
 
     kind: type
@@ -237,8 +230,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:36] + "…"
 
 
-@dataclass(frozen=True, slots=True)
-class Capabilities:
+class Capabilities(msgspec.Struct, frozen=True):
     """What a backend can do, as data (front ends and the service read this, never a name)."""
 
     #: the actions it can run (a subset of `ACTIONS`); empty for a read-only source

@@ -10,8 +10,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from gpuq.backends.base import Backend
 from gpuq.errors import BadInput, GpuqError
@@ -31,8 +32,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "gpuq.backends"
 
 
-@dataclass(frozen=True, slots=True)
-class BackendEntry:
+class BackendEntry(msgspec.Struct, frozen=True):
     name: str
     target: str  # "package.module:ClassName"
     summary: str
@@ -42,8 +42,7 @@ class BackendEntry:
         return self.target.partition(":")[0]
 
 
-@dataclass(frozen=True, slots=True)
-class BackendOption:
+class BackendOption(msgspec.Struct, frozen=True):
     """A constructor argument for a backend and where the operator set it (for error messages)."""
 
     value: Any

@@ -10,11 +10,11 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+import msgspec
 
 from gpuq.config import OUTPUT_FORMATS
 from gpuq.model import JobState
@@ -52,8 +52,7 @@ _META_KEY = "gpuq.globals"
 _APP_KEY = "gpuq.app"
 
 
-@dataclass(slots=True)
-class GlobalOptions:
+class GlobalOptions(msgspec.Struct):
     backend: str | None = None
     cluster: str | None = None
     snapshot: str | None = None
@@ -71,8 +70,7 @@ class GlobalOptions:
     selector: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Injected:
+class Injected(msgspec.Struct, frozen=True):
     """What an embedding program or a test hands the CLI as click's ``obj`` instead of the
     defaults: the wall clock backends read, and the sleep between `--watch` frames (None: the
     real ones)."""

@@ -18,7 +18,8 @@ import re
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from gpuq.textsafe import cell_width, visible
 from gpuq.views.columns import Column, Kind, TableSpec
@@ -143,8 +144,7 @@ def _wrap_items(items: Sequence[str], widths: Sequence[int], sep: str, width: in
     return lines
 
 
-@dataclass(frozen=True, slots=True)
-class _Prepared:
+class _Prepared(msgspec.Struct, frozen=True):
     column: Column
     #: per row: the text (TEXT/PLAIN/ID/NUMBER) or the items (LIST), made visible
     cells: list[str] | list[tuple[str, ...]]

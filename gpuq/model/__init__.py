@@ -332,8 +332,7 @@ class Snapshot:
         return sum(n.gpus for n in self.nodes)
 
 
-@dataclass(frozen=True, slots=True)
-class PreviewRequest:
+class PreviewRequest(msgspec.Struct, frozen=True):
     """What a preview asks about: a pending job's own request (`job_id`) or a what-if.
 
     `priority` None means the class's default priority; `queued_since` (epoch seconds) lets the
@@ -349,4 +348,4 @@ class PreviewRequest:
     urgent: bool = False
     job_id: str | None = None
     queued_since: float | None = None
-    hints: Mapping[str, str] = field(default_factory=dict)
+    hints: Mapping[str, str] = msgspec.field(default_factory=dict)

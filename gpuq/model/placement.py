@@ -17,11 +17,11 @@ pass over its jobs instead, `codec._sound`, which calls in here only when someth
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import cast
 
+import msgspec
 from msgspec.structs import replace
 
 from gpuq.model import ACTIVE_STATES, Job, JobState, Snapshot
@@ -31,8 +31,7 @@ __all__ = ["Conflict", "first_unmarked", "mark_conflicts", "placement_conflicts"
 _STATE = attrgetter("state")
 
 
-@dataclass(frozen=True, slots=True)
-class Conflict:
+class Conflict(msgspec.Struct, frozen=True):
     """One impossible placement: the jobs involved, the node, the job field where it shows
     (``allocation.gpu-01``, ``gpus``; ``nodes`` for a node's total) and what is wrong."""
 

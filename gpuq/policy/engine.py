@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, cast
+
+import msgspec
 
 from gpuq.model import Job, JobClass, JobIdKey, JobState, Node, PreviewRequest, Snapshot, job_id_key
 from gpuq.policy.config import Policy
@@ -461,5 +463,5 @@ def plan_preemption(snapshot: Snapshot, policy: Policy, request: PreviewRequest,
     else:
         plan = _plan_multi(ctx, request, nodes, free)
     if notes:
-        plan = replace(plan, notes=tuple(notes))
+        plan = msgspec.structs.replace(plan, notes=tuple(notes))
     return plan

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from gpuq.model import PreviewRequest
 from gpuq.policy.rules import Reason
@@ -11,8 +12,7 @@ from gpuq.policy.rules import Reason
 __all__ = ["Candidate", "Plan", "Reason"]
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(msgspec.Struct, frozen=True):
     job_id: str
     reason: Reason
     detail: str
@@ -37,8 +37,7 @@ class Candidate:
         return {"id": self.job_id, "reason": self.reason.value, "detail": self.detail}
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(msgspec.Struct, frozen=True):
     request: PreviewRequest
     effective_priority: float
     feasible: bool

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from gpuq.audit import AuditError, AuditLog, make_record, new_action_id, safe_text
 from gpuq.backends.base import ActionPlan, ActionResult
@@ -43,8 +44,7 @@ def describe_preempted(victims: Mapping[str, Sequence[str]]) -> str:
     return ", ".join(f"{job} on {', '.join(nodes)}" if nodes else job for job, nodes in victims.items())
 
 
-@dataclass(frozen=True, slots=True)
-class ActionOutcome:
+class ActionOutcome(msgspec.Struct, frozen=True):
     """What an action did (or, dry run, would do) and, for a bump, what the job would now preempt."""
 
     result: ActionResult
@@ -53,8 +53,7 @@ class ActionOutcome:
     preview: Preview | None = None
 
 
-@dataclass(slots=True)
-class PendingAction:
+class PendingAction(msgspec.Struct):
     """An action prepared on one cluster and not yet carried out; see the module docstring."""
 
     action: str
@@ -69,7 +68,7 @@ class PendingAction:
     apply: Callable[[ActionPlan], ActionResult]
     #: the lock that serialises a cluster's actions (reads may run beside them)
     lock: threading.Lock
-    id: str = field(default_factory=new_action_id)
+    id: str = msgspec.field(default_factory=new_action_id)
     done: bool = False
     #: nothing to change (see the module docstring): confirming calls no backend
     noop: bool = False
@@ -160,7 +159,7 @@ class PendingAction:
         shown, happened = describe_preempted(foreseen.victims), describe_preempted(actual)
         warning = (f"not as previewed: the preview showed it would preempt {shown}; the scheduler "
                    f"preempted {happened}")  # fmt: skip
-        return replace(result, warnings=(*result.warnings, warning),
+        return msgspec.structs.replace(result, warnings=(*result.warnings, warning),
                        message=f"{result.message}; it preempted {happened} (not as previewed)")  # fmt: skip
 
     # -- records

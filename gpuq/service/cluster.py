@@ -10,11 +10,11 @@ keeps its own state consistent for that: the demo under a file lock, Slurm under
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from gpuq.audit import AuditError, AuditLog, make_record, safe_text
 from gpuq.backends.base import ActionPlan, Backend, Capabilities, Foreseen, NativePlan, PriorityChange
@@ -34,8 +34,7 @@ _ACTIONABLE = frozenset({JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED}
 MAX_EXEMPT_S = 366 * 86400.0
 
 
-@dataclass(frozen=True, slots=True)
-class Preview:
+class Preview(msgspec.Struct, frozen=True):
     """gpuq's plan and, when the backend can tell, the native scheduler's own choice."""
 
     plan: Plan
@@ -161,7 +160,7 @@ class Cluster:
             changes["priority"] = priority
         if urgent:
             changes["urgent"] = True
-        return dataclasses.replace(request, **changes) if changes else request
+        return msgspec.structs.replace(request, **changes) if changes else request
 
     def what_if_request(
         self, snapshot: Snapshot, *, gpus: int, priority: int | None = None, job_class: str | None = None,
@@ -242,7 +241,7 @@ class Cluster:
                 # says what happened instead (`PendingAction`).
                 shown = preview.plan
                 victims = {v.job_id: v.nodes for v in shown.victims} if shown.would_preempt else {}
-                plan = dataclasses.replace(plan, foreseen=Foreseen(victims, shown.nodes))
+                plan = msgspec.structs.replace(plan, foreseen=Foreseen(victims, shown.nodes))
             return self._pending("bump", job.id, args, reason, plan, preview)
 
     def prepare_exempt(

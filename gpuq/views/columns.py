@@ -9,8 +9,9 @@ front end matches cells by); `TABLES` lists every table by name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+
+import msgspec
 
 __all__ = ["TABLES", "Column", "Kind", "TableSpec"]
 
@@ -29,8 +30,7 @@ class Kind(Enum):
     LIST = "list"
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
+class Column(msgspec.Struct, frozen=True):
     name: str
     kind: Kind
     #: 0: always shown; the highest rank is dropped first when a table does not fit
@@ -50,8 +50,7 @@ class Column:
         return self.kind in (Kind.TEXT, Kind.LIST)
 
 
-@dataclass(frozen=True, slots=True)
-class TableSpec:
+class TableSpec(msgspec.Struct, frozen=True):
     name: str
     columns: tuple[Column, ...]
     #: False: a key/value grid (`gpuq job`), no header line

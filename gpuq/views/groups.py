@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
+
+import msgspec
 
 from gpuq.model import JobState
 from gpuq.views.queue import QueueRow, SlaStatus
@@ -37,8 +38,7 @@ def _common(values: Sequence[str]) -> str | None:
     return first if all(v == first for v in values) else None
 
 
-@dataclass(frozen=True, slots=True)
-class GroupRow:
+class GroupRow(msgspec.Struct, frozen=True):
     """One owner's pods (two or more) and what they add up to."""
 
     owner: str

@@ -7,7 +7,6 @@ import math
 import operator
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from functools import partial
@@ -97,8 +96,7 @@ class QueueRow(msgspec.Struct, frozen=True, gc=False):
     sla: SlaStatus
 
 
-@dataclass(frozen=True, slots=True)
-class QueueFilter:
+class QueueFilter(msgspec.Struct, frozen=True):
     users: frozenset[str] = frozenset()
     tenants: frozenset[str] = frozenset()
     classes: frozenset[str] = frozenset()
@@ -114,8 +112,7 @@ class QueueFilter:
         return self.states is not None and self.states <= QUEUED_STATES
 
 
-@dataclass(frozen=True, slots=True)
-class QueueView:
+class QueueView(msgspec.Struct, frozen=True):
     cluster: str
     taken_at: datetime
     now: float
