@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
+
+import msgspec
 
 from gpuq.audit import AuditAction, AuditLog
 from gpuq.views.changes import changes
@@ -15,8 +16,7 @@ __all__ = ["AuditRow", "AuditView", "audit_actions_cached", "audit_row", "audit_
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class AuditRow:
+class AuditRow(msgspec.Struct, frozen=True):
     record: dict[str, Any]
     #: False: the log has this action's intent but no outcome (it may or may not have been applied)
     outcome_known: bool
@@ -35,8 +35,7 @@ class AuditRow:
         return self.change
 
 
-@dataclass(frozen=True, slots=True)
-class AuditView:
+class AuditView(msgspec.Struct, frozen=True):
     path: str
     rows: tuple[AuditRow, ...]
     #: lines of the log that are not records (line number, text)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from gpuq.errors import BadInput
 from gpuq.model import Job, Node, Snapshot, job_id_key
@@ -14,8 +15,7 @@ from gpuq.model import Job, Node, Snapshot, job_id_key
 __all__ = ["GpuGrid", "NodeGrid", "gpu_grid"]
 
 
-@dataclass(frozen=True, slots=True)
-class NodeGrid:
+class NodeGrid(msgspec.Struct, frozen=True):
     node: Node
     #: the holder's job id per GPU index (None: free)
     slots: tuple[str | None, ...]
@@ -31,8 +31,7 @@ class NodeGrid:
         return self.node.gpus - self.free
 
 
-@dataclass(frozen=True, slots=True)
-class GpuGrid:
+class GpuGrid(msgspec.Struct, frozen=True):
     cluster: str
     taken_at: datetime
     nodes: tuple[NodeGrid, ...]

@@ -3,8 +3,9 @@ protects it, its preemption history and its audit entries."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from gpuq.audit import AuditAction
 from gpuq.model import DAY_S, Job, JobClass, JobState, Snapshot
@@ -20,8 +21,7 @@ from gpuq.views.changes import format_priority
 __all__ = ["JobView", "job_view", "pending_reasons"]
 
 
-@dataclass(frozen=True, slots=True)
-class JobView:
+class JobView(msgspec.Struct, frozen=True):
     cluster: str
     taken_at: datetime
     job: Job

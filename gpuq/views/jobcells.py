@@ -4,8 +4,9 @@ its preemption history and its audit entries, in sentences.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from gpuq.timefmt import format_duration
 from gpuq.views.audit import AuditRow, audit_row
@@ -81,8 +82,7 @@ def history_lines(victim: list[LedgerEvent], preemptor: list[LedgerEvent], now: 
     return lines
 
 
-@dataclass(frozen=True, slots=True)
-class AuditLine:
+class AuditLine(msgspec.Struct, frozen=True):
     text: str
     #: the log has the action's intent but not its outcome
     unknown: bool

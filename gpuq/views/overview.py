@@ -4,8 +4,9 @@ pending jobs that rank highest with what each would preempt, and the latest pree
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from gpuq.model import JobState, Snapshot
 from gpuq.policy.engine import free_gpus
@@ -18,8 +19,7 @@ from gpuq.views.preemptions import LedgerEvent, preemption_events
 __all__ = ["Capacity", "OverviewView", "TopPending", "overview_view"]
 
 
-@dataclass(frozen=True, slots=True)
-class Capacity:
+class Capacity(msgspec.Struct, frozen=True):
     total: int
     busy: int
     free: int
@@ -32,8 +32,7 @@ class Capacity:
         return self.busy / usable if usable > 0 else 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class TopPending:
+class TopPending(msgspec.Struct, frozen=True):
     id: str
     gpus: int
     job_class: str
@@ -46,8 +45,7 @@ class TopPending:
     blocked: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class OverviewView:
+class OverviewView(msgspec.Struct, frozen=True):
     cluster: str
     backend: str
     taken_at: datetime

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from gpuq.model import DAY_S, QUEUED_STATES, Job, PreemptionEvent, Snapshot, job_id_key
 from gpuq.policy.rules import capped
@@ -31,8 +32,7 @@ __all__ = [
 NEAR_CAP = 1
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerEvent:
+class LedgerEvent(msgspec.Struct, frozen=True):
     """One preemption; `gpu_seconds_lost` and `mode` are None where the backend does not say."""
 
     time: datetime
@@ -44,8 +44,7 @@ class LedgerEvent:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerRow:
+class LedgerRow(msgspec.Struct, frozen=True):
     job: Job
     total: int
     last_24h: int
@@ -54,8 +53,7 @@ class LedgerRow:
     since_last_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerView:
+class LedgerView(msgspec.Struct, frozen=True):
     cluster: str
     taken_at: datetime
     #: jobs preempted at least once, most preempted in the last 24 h first
@@ -98,8 +96,7 @@ def ledger_view(snapshot: Snapshot, *, limit: int | None = None) -> LedgerView:
 # -- the daily cap ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class CapState:
+class CapState(msgspec.Struct, frozen=True):
     """A job against the policy's daily preemption cap (`max_preemptions_per_day`)."""
 
     #: the cap (0: the policy has none)
@@ -149,8 +146,7 @@ def near_cap(cluster: Cluster, snapshot: Snapshot, *, within: int = NEAR_CAP) ->
 # -- totals and one job's history ------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerTotal:
+class LedgerTotal(msgspec.Struct, frozen=True):
     """Preemptions of one tenant's or one class's jobs."""
 
     name: str
@@ -160,8 +156,7 @@ class LedgerTotal:
     jobs: int
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerTotals:
+class LedgerTotals(msgspec.Struct, frozen=True):
     #: most preempted in 24 h first (then in all, then by name)
     tenants: list[LedgerTotal]
     classes: list[LedgerTotal]

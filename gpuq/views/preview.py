@@ -7,8 +7,9 @@ The words and cells (`verdict`, `request_summary`, `victim_rows`, `spared_rows`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from gpuq.model import PreviewRequest, Snapshot
 from gpuq.service import Cluster, NativePlan, Preview
@@ -41,8 +42,7 @@ SparedRow = tuple[str, str, str]
 NativeRow = tuple[str, tuple[str, ...], str, str, str]
 
 
-@dataclass(frozen=True, slots=True)
-class PreviewView:
+class PreviewView(msgspec.Struct, frozen=True):
     preview: Preview
     #: "job 1234" or "a 4-GPU request"
     who: str
@@ -95,8 +95,7 @@ def from_preview(preview: Preview) -> PreviewView:
     return PreviewView(preview, who, preview.plan.gpu_seconds_at_risk / 3600, what_differs(preview))
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True):
     """The preview's answer in one line: `head` (the part a front end colours) then `text`."""
 
     #: "never" (can never be met), "fits" (starts now), "preempts", "blocked" (not now)

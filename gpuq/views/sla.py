@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from gpuq.model import Snapshot
 from gpuq.service import Cluster
@@ -13,8 +14,7 @@ from gpuq.sla import class_verdict as verdict
 __all__ = ["SlaRow", "SlaView", "sla_view", "verdict"]
 
 
-@dataclass(frozen=True, slots=True)
-class SlaRow:
+class SlaRow(msgspec.Struct, frozen=True):
     name: str
     stats: WaitStats
 
@@ -23,8 +23,7 @@ class SlaRow:
         return verdict(self.stats)
 
 
-@dataclass(frozen=True, slots=True)
-class SlaView:
+class SlaView(msgspec.Struct, frozen=True):
     cluster: str
     taken_at: datetime
     report: SlaReport
