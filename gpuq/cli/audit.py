@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
+from gpuq.cli.output import write_text
 from gpuq.cli.render import emit_csv, emit_json, print_table, warn
 from gpuq.locations import audit_log_path
 from gpuq.views.audit import audit_view
@@ -39,7 +40,7 @@ _STYLES = {"ok": "green", "dry_run": "cyan", "error": "red", "refused": "yellow"
 def audit(app: App, tail: int, actions: tuple[str, ...], jobs: tuple[str, ...], show_path: bool) -> None:
     """Show the audit log of actions (bump, exempt, preempt), dry runs and failures included."""
     if show_path:
-        click.echo(str(audit_log_path()))
+        write_text(f"{audit_log_path()}\n")
         return
     view = audit_view(tail=tail, actions=actions, jobs=jobs)
     for line, _ in view.unreadable:

@@ -17,6 +17,7 @@ import click
 from click.shell_completion import FishComplete, add_completion_class
 
 from gpuq.cli.options import global_options
+from gpuq.cli.output import write_text
 
 __all__ = ["FILES", "GpuqFishComplete", "completion", "completion_script", "register", "write_completion_files"]
 
@@ -93,7 +94,7 @@ def completion(shell: str) -> None:
     zsh:   gpuq completion zsh > "${fpath[1]}/_gpuq"
     fish:  gpuq completion fish > ~/.config/fish/completions/gpuq.fish
     """
-    click.echo(completion_script(shell), nl=False)
+    write_text(completion_script(shell))
 
 
 if __name__ == "__main__":

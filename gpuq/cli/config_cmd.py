@@ -19,6 +19,7 @@ import msgspec
 
 from gpuq import locations
 from gpuq.cli.options import App, global_options, pass_app
+from gpuq.cli.output import write_text
 from gpuq.cli.render import emit_csv, emit_json, print_table
 from gpuq.textsafe import visible
 from gpuq.views.columns import CONFIG
@@ -46,7 +47,7 @@ def config() -> None:
 def path(app: App) -> None:
     """Print the configuration file's path (--config, else $XDG_CONFIG_HOME/gpuq/config.toml)."""
     file = _path(app)
-    click.echo(visible(str(file)))
+    write_text(visible(str(file)) + "\n")
     if file.is_file():
         click.echo("gpuq: the file exists", err=True)
     elif app.options.config is not None:

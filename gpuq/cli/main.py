@@ -18,6 +18,7 @@ import click
 from gpuq import __version__
 from gpuq.cli.errors import to_click_error, visible_message
 from gpuq.cli.options import PROCESS_END, global_options
+from gpuq.cli.output import silence_stdout
 from gpuq.errors import GpuqError
 
 __all__ = ["GpuqGroup", "cli", "main"]
@@ -80,19 +81,8 @@ class GpuqGroup(click.Group):
         except BrokenPipeError:
             # `gpuq overview | head -1`: the reader has all it wanted; stop quietly with 0, as a
             # command whose output fitted in the pipe does (click's own handler would exit 1).
-            _silence_stdout()
+            silence_stdout()
             raise click.exceptions.Exit(0) from None
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null, so the flush at exit does not fail on the closed pipe again."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # not a real file (a test runner's stream)
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fd)
-    os.close(devnull)
 
 
 @click.group(cls=GpuqGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -131,7 +121,7 @@ def _end_at_once(code: object) -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:  # the reader is gone, as when a command meets it (GpuqGroup.invoke)
-        _silence_stdout()
+        silence_stdout()
         code = 0
     except (OSError, ValueError):
         return
@@ -148,6 +138,9 @@ def main(argv: list[str] | None = None) -> None:
     # containers inside jobs); the cyclic collector would rescan them over and over for nothing.
     # Memory is returned by reference counting; `tui` re-enables the collector.
     gc.disable()
+    if sys.stdout is None:  # `gpuq … >&-`: Python found no standard output to write to
+        print("gpuq: error: cannot write the output: standard output is closed", file=sys.stderr)
+        sys.exit(1)
     if "_GPUQ_COMPLETE" in os.environ:  # a shell asks for completions: answer as gpuq's scripts read them
         from gpuq.cli.completion import register
 
@@ -162,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         # `gpuq queue | head` (a pipe closed outside a command, e.g. while completing): stop
         # quietly, and keep Python from complaining at exit.
-        _silence_stdout()
+        silence_stdout()
         sys.exit(0)
     except KeyboardInterrupt:
         click.echo("gpuq: interrupted", err=True)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
+from gpuq.cli.output import write_bytes, write_text
 from gpuq.cli.table import Cell, Styles, colour_enabled, render_lines, render_table, terminal_width, write_lines
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration, format_time
@@ -53,18 +54,6 @@ def emit_json_bytes(data: bytes | bytearray) -> None:
     write_bytes(data)
 
 
-def write_bytes(data: bytes | bytearray) -> None:
-    """Write encoded output to stdout, through its binary buffer when it has one."""
-    sys.stdout.flush()
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None:
-        sys.stdout.write(data.decode("utf-8"))
-        sys.stdout.flush()
-        return
-    buffer.write(data)
-    buffer.flush()
-
-
 def emit_csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     buffer = io.StringIO()
     import csv
@@ -72,7 +61,7 @@ def emit_csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(["" if v is None else v for v in row] for row in rows)
-    click.echo(buffer.getvalue(), nl=False)
+    write_text(buffer.getvalue())
 
 
 def warn(message: str) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
+from gpuq.cli.output import write_text
 from gpuq.textsafe import cell_width, visible
 from gpuq.views.columns import Column, Kind, TableSpec
 
@@ -376,7 +377,4 @@ def render_lines(parts: Sequence[str | tuple[str, str | None]], *, width: int, c
 
 def write_lines(lines: Iterable[str]) -> None:
     """Write lines to stdout in one go (the caller's order with other output is kept)."""
-    text = "".join(line + "\n" for line in lines)
-    stream = sys.stdout
-    stream.write(text)
-    stream.flush()
+    write_text("".join(line + "\n" for line in lines))

@@ -1,0 +1,63 @@
+"""Where every command's output reaches stdout, so that output that cannot be written is one clear
+error (`gpuq: error: cannot write the output: No space left on device`, exit 1) and not a
+traceback. A reader that went away (EPIPE) is not an error: `gpuq.cli.main` ends quietly then.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from gpuq.errors import GpuqError
+
+__all__ = ["OutputError", "silence_stdout", "write_bytes", "write_text"]
+
+
+class OutputError(GpuqError):
+    """The command's output could not be written: a full disk, an I/O error."""
+
+    exit_code = 1
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that what is still buffered does not fail again (and
+    Python does not report it) when the process ends."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test runner's stream)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _failed(exc: OSError) -> OutputError:
+    silence_stdout()
+    return OutputError(f"cannot write the output: {exc.strerror or exc}")
+
+
+def write_text(text: str) -> None:
+    """Text on stdout, flushed (so its order with stderr's messages is kept)."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _failed(exc) from None
+
+
+def write_bytes(data: bytes | bytearray) -> None:
+    """Encoded output on stdout, through its binary buffer when it has one."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # (a text-only stream, as a test runner's)
+        write_text(data.decode("utf-8"))
+        return
+    try:
+        sys.stdout.flush()
+        buffer.write(data)
+        buffer.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _failed(exc) from None
