@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,7 +36,7 @@ from gpuq.tui.commands import PROMPT_HINTS, palette_commands, run_command
 from gpuq.tui.gate import InputGate
 from gpuq.tui.keymap import bindings
 from gpuq.tui.messages import Computed, Refreshed, RefreshFailed
-from gpuq.tui.panes import pane_classes
+from gpuq.tui.panes import pane_class
 from gpuq.tui.panes.base import ClusterItem, Pane, PaneContext, Selection
 from gpuq.tui.refresh import RefreshState
 from gpuq.tui.replay_controls import ReplayControls
@@ -105,6 +105,9 @@ class GpuqConsole(ReplayControls, App[None]):
         self.filter_text = ""
         self.view_id = self.settings.first_view
         self._history: list[str] = []
+        #: views whose panes are mounting, and the view to show (with what to do then) once its pane is
+        self._mounting: set[str] = set()
+        self._waiting: tuple[str, Callable[[], object] | None] | None = None
         self._token = 0
         self._computing = False
         self._again = False
@@ -149,8 +152,9 @@ class GpuqConsole(ReplayControls, App[None]):
         yield Bar(id="status")
         yield Bar(id="banner")
         with ContentSwitcher(initial=f"pane-{self.view_id}", id="panes"):
-            for cls in pane_classes():
-                yield cls()
+            # (the other views mount on first use, `_switch`: composing and styling all eight held
+            # up the first frame of a large cluster by ~0.4 s)
+            yield pane_class(self.view_id)()
         with Vertical(id="prompt-box"):
             yield Input(id="prompt")
         if self.replay is not None:
@@ -393,19 +397,42 @@ class GpuqConsole(ReplayControls, App[None]):
 
     # -- navigation
 
-    def action_show_view(self, view_id: str) -> None:
-        if view_id == self.view_id:
-            return
-        self._history.append(self.view_id)
-        self._switch(view_id)
+    def action_show_view(self, view_id: str, then: Callable[[], object] | None = None) -> None:
+        """Show a view, then (`then`) do something with its pane."""
+        if view_id != self.view_id:
+            self._history.append(self.view_id)
+        self._switch(view_id, then)
 
-    def _switch(self, view_id: str) -> None:
-        self._sync_selection()
-        self.view_id = view_id
-        self.query_one("#panes", ContentSwitcher).current = f"pane-{view_id}"
-        self._focus_pane()
-        self.recompute()
-        self._paint_status()
+    def _switch(self, view_id: str, then: Callable[[], object] | None = None) -> None:
+        """Show `view_id`'s pane and run `then`. A pane never shown is mounted first, and shown once
+        it has composed its widgets (until then it can be neither focused nor computed for); the
+        latest view asked for meanwhile is the one shown."""
+        switcher = self.query_one("#panes", ContentSwitcher)
+        pane_id = f"pane-{view_id}"
+        if view_id in self._mounting or not any(child.id == pane_id for child in switcher.children):
+            self._waiting = (view_id, then)
+            if view_id not in self._mounting:
+                self._mounting.add(view_id)
+                pane = pane_class(view_id)()
+                pane.display = False  # (the switcher shows it)
+                self.call_next(self._mounted, switcher.mount(pane), view_id)
+            return
+        if view_id != self.view_id:
+            self._sync_selection()
+            self.view_id = view_id
+            switcher.current = pane_id
+            self._focus_pane()
+            self.recompute()
+            self._paint_status()
+        if then is not None:
+            then()
+
+    async def _mounted(self, mounting: Awaitable[object], view_id: str) -> None:
+        await mounting
+        self._mounting.discard(view_id)
+        if self._waiting is not None and self._waiting[0] == view_id:
+            then, self._waiting = self._waiting[1], None
+            self._switch(view_id, then)
 
     def action_go_back(self) -> None:
         if self.query_one("#prompt-box").display:
@@ -552,8 +579,7 @@ class GpuqConsole(ReplayControls, App[None]):
         """`w`: the Preview view asks for a what-if request."""
         from gpuq.tui.panes.preview import PreviewPane
 
-        self.action_show_view("preview")
-        self.query_one(PreviewPane).ask_what_if()
+        self.action_show_view("preview", lambda: self.query_one(PreviewPane).ask_what_if())
 
 
 def _plain(text: str) -> Any:

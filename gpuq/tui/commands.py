@@ -35,8 +35,7 @@ def run_command(app: GpuqConsole, text: str) -> None:
     elif word in ("lab", "trace") and rest:  # `:lab TRACE`: the policy lab replays a trace
         from gpuq.tui.panes.lab import LabPane
 
-        app.action_show_view("lab")
-        app.query_one(LabPane).load(rest)
+        app.action_show_view("lab", lambda: app.query_one(LabPane).load(rest))
     elif word == "trace":
         app.notify("trace needs a path: :trace PATH (or :lab PATH)", severity="error")
     elif word in views:

@@ -202,8 +202,8 @@ async def test_the_command_palette_offers_views_clusters_themes_and_actions(cons
         assert app.theme == "light"
         commands["Cluster: beta"].callback()
         await wait_for(pilot, lambda: "[beta]" in status(app))
-        commands["View: GPUs"].callback()
-        assert app.view_id == "gpus"
+        commands["View: GPUs"].callback()  # (a view never shown mounts first, then shows)
+        await wait_for(pilot, lambda: app.view_id == "gpus")
     read_only = console([a], read_only=True)
     async with read_only.run_test(size=(120, 30)) as pilot:
         titles = {c.title for c in read_only.get_system_commands(read_only.screen)}
@@ -326,3 +326,25 @@ def test_a_snapshot_files_label_needs_no_read(tmp_path: Path) -> None:
     assert cluster.label == "small.json" and cluster.backend._snapshot is None  # type: ignore[attr-defined]
     cluster.refresh()
     assert cluster.label == "lab"
+
+
+async def test_views_mount_on_first_use_and_the_latest_asked_for_is_shown(
+    small_cluster: Cluster, console: ConsoleFactory
+) -> None:
+    """Only the first view's pane is mounted at start (the others would hold up its first frame);
+    a view shown for the first time is mounted, then shown and computed for; keys pressed while
+    panes mount show the last view asked for, with its table focused."""
+    from gpuq.tui.panes.base import Pane
+
+    app = console([small_cluster])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await loaded(pilot)
+        assert [p.id for p in app.query(Pane)] == ["pane-queue"]
+        await pilot.press("2", "3")  # GPUs, then SLA, before either has mounted
+        await wait_for(pilot, lambda: app.view_id == "sla" and not app._mounting)
+        assert {p.id for p in app.query(Pane)} == {"pane-queue", "pane-gpus", "pane-sla"}
+        assert [p.id for p in app.query(Pane) if p.display] == ["pane-sla"]
+        assert app.focused is not None and app.focused.id == "sla-table"
+        await wait_for(pilot, lambda: "SLA" in status(app) and "rows" in status(app))
+        await pilot.press("1")  # mounted already: shown at once
+        assert app.view_id == "queue" and [p.id for p in app.query(Pane) if p.display] == ["pane-queue"]

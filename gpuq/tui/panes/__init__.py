@@ -6,7 +6,7 @@ import importlib
 
 from gpuq.tui.panes.base import Pane
 
-__all__ = ["PANE_MODULES", "pane_classes"]
+__all__ = ["PANE_MODULES", "pane_class", "pane_classes"]
 
 #: view id -> "module:class"; the number keys follow this order (gpuq/tui/keymap.py)
 PANE_MODULES: dict[str, str] = {
@@ -21,11 +21,13 @@ PANE_MODULES: dict[str, str] = {
 }
 
 
+def pane_class(view_id: str) -> type[Pane]:
+    """One view's pane class, importing only its module."""
+    module, _, name = PANE_MODULES[view_id].partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    assert isinstance(cls, type) and issubclass(cls, Pane)
+    return cls
+
+
 def pane_classes() -> list[type[Pane]]:
-    classes = []
-    for target in PANE_MODULES.values():
-        module, _, name = target.partition(":")
-        cls = getattr(importlib.import_module(module), name)
-        assert issubclass(cls, Pane)
-        classes.append(cls)
-    return classes
+    return [pane_class(view_id) for view_id in PANE_MODULES]
