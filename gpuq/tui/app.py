@@ -41,6 +41,7 @@ from gpuq.tui.panes.base import ClusterItem, Pane, PaneContext, Selection
 from gpuq.tui.refresh import RefreshState
 from gpuq.tui.replay_controls import ReplayControls
 from gpuq.tui.replaying import ReplayClock, scrubber_line
+from gpuq.tui.themes import THEME_FALLBACKS
 from gpuq.tui.widgets.bar import Bar
 from gpuq.tui.widgets.footer import ConsoleFooter
 from gpuq.tui.widgets.table import ViewTable
@@ -73,15 +74,6 @@ class GpuqConsole(ReplayControls, App[None]):
     CSS_PATH = "gpuq.tcss"
     TITLE = "gpuq"
     BINDINGS: ClassVar[list[BindingType]] = [*bindings("app"), *bindings("replay")]
-    #: the built-in theme colours gpuq's own variables fall back to in a theme without them
-    _FALLBACKS: ClassVar[dict[str, str]] = {
-        "gpuq-pending": "warning", "gpuq-running": "success", "gpuq-suspended": "accent",
-        "gpuq-finished": "foreground-muted", "gpuq-sla-ok": "success", "gpuq-sla-risk": "warning",
-        "gpuq-sla-breach": "error", "gpuq-gpu-idle": "foreground-muted", "gpuq-gpu-down": "error",
-        "gpuq-stale": "warning", "gpuq-tenant-0": "primary", "gpuq-tenant-1": "secondary", "gpuq-tenant-2": "accent",
-        "gpuq-tenant-3": "success", "gpuq-tenant-4": "warning", "gpuq-tenant-5": "error",
-        "gpuq-tenant-6": "primary-lighten-2", "gpuq-tenant-7": "secondary-lighten-2",
-    }  # fmt: skip
 
     def __init__(self, clusters: Sequence[Cluster], settings: ConsoleSettings | None = None, *,
                  clock: Clock = time.time, themes: Mapping[str, Any] | None = None,
@@ -139,7 +131,7 @@ class GpuqConsole(ReplayControls, App[None]):
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         colours = self.current_theme.to_color_system().generate()
-        return {name: colours.get(base, colours["foreground"]) for name, base in self._FALLBACKS.items()}
+        return {name: colours.get(base, colours["foreground"]) for name, base in THEME_FALLBACKS.items()}
 
     # -- layout
 

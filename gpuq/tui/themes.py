@@ -38,6 +38,7 @@ __all__ = [
     "BUILTIN_THEMES",
     "COLOR_KEYS",
     "DEFAULT_THEME",
+    "THEME_FALLBACKS",
     "THEME_VARIABLES",
     "builtin_dir",
     "load_theme_file",
@@ -49,20 +50,17 @@ DEFAULT_THEME = "dark"
 #: the built-in themes, in the order the palette lists them
 BUILTIN_THEMES = ("dark", "light", "high-contrast", "colorblind")
 
-#: gpuq's colour variables: job states, SLA verdicts, GPU states, stale data, eight tenant colours
-THEME_VARIABLES: tuple[str, ...] = (
-    "gpuq-pending",
-    "gpuq-running",
-    "gpuq-suspended",
-    "gpuq-finished",
-    "gpuq-sla-ok",
-    "gpuq-sla-risk",
-    "gpuq-sla-breach",
-    "gpuq-gpu-idle",
-    "gpuq-gpu-down",
-    "gpuq-stale",
-    *(f"gpuq-tenant-{n}" for n in range(8)),
-)
+#: gpuq's colour variables (job states, SLA verdicts, GPU states, stale data, eight tenant colours),
+#: each with the built-in theme colour it falls back to in a theme without them (Textual's own)
+THEME_FALLBACKS: dict[str, str] = {
+    "gpuq-pending": "warning", "gpuq-running": "success", "gpuq-suspended": "accent",
+    "gpuq-finished": "foreground-muted", "gpuq-sla-ok": "success", "gpuq-sla-risk": "warning",
+    "gpuq-sla-breach": "error", "gpuq-gpu-idle": "foreground-muted", "gpuq-gpu-down": "error",
+    "gpuq-stale": "warning", "gpuq-tenant-0": "primary", "gpuq-tenant-1": "secondary", "gpuq-tenant-2": "accent",
+    "gpuq-tenant-3": "success", "gpuq-tenant-4": "warning", "gpuq-tenant-5": "error",
+    "gpuq-tenant-6": "primary-lighten-2", "gpuq-tenant-7": "secondary-lighten-2",
+}  # fmt: skip
+THEME_VARIABLES: tuple[str, ...] = tuple(THEME_FALLBACKS)
 #: Textual's theme colours a file may set under [colors] (`boost` is a translucent overlay, not a colour)
 COLOR_KEYS = ("primary", "secondary", "accent", "warning", "error", "success",
               "foreground", "background", "surface", "panel")  # fmt: skip
