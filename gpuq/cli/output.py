@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from gpuq.errors import GpuqError
 
-__all__ = ["OutputError", "silence_stdout", "write_bytes", "write_text"]
+__all__ = ["OutputError", "silence_stdout", "write_bytes", "write_text", "writing_stdout"]
 
 
 class OutputError(GpuqError):
@@ -31,20 +33,23 @@ def silence_stdout() -> None:
     os.close(devnull)
 
 
-def _failed(exc: OSError) -> OutputError:
-    silence_stdout()
-    return OutputError(f"cannot write the output: {exc.strerror or exc}")
+@contextmanager
+def writing_stdout() -> Iterator[None]:
+    """Around writes to stdout (streamed ones too): a failed write becomes `OutputError`."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        silence_stdout()
+        raise OutputError(f"cannot write the output: {exc.strerror or exc}") from None
 
 
 def write_text(text: str) -> None:
     """Text on stdout, flushed (so its order with stderr's messages is kept)."""
-    try:
+    with writing_stdout():
         sys.stdout.write(text)
         sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise _failed(exc) from None
 
 
 def write_bytes(data: bytes | bytearray) -> None:
@@ -53,11 +58,7 @@ def write_bytes(data: bytes | bytearray) -> None:
     if buffer is None:  # (a text-only stream, as a test runner's)
         write_text(data.decode("utf-8"))
         return
-    try:
+    with writing_stdout():
         sys.stdout.flush()
         buffer.write(data)
         buffer.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise _failed(exc) from None

@@ -22,6 +22,7 @@ from typing import IO
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
+from gpuq.cli.output import writing_stdout
 from gpuq.errors import BadInput
 from gpuq.service.history_export import GPUQ_FORMAT, export_history, parse_when
 from gpuq.textsafe import visible
@@ -93,7 +94,8 @@ def export(app: App, since: str, until: str, dest: str, fmt: str) -> None:
     running = export_history(app.cluster, since=start, until=end, fmt=fmt.lower())
     try:
         if dest == "-":
-            _write(running.lines, sys.stdout)
+            with writing_stdout():
+                _write(running.lines, sys.stdout)
             return
         _write_file(Path(dest), running.lines)
     finally:

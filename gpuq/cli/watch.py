@@ -26,6 +26,7 @@ from collections.abc import Callable
 import click
 
 from gpuq.cli.options import App
+from gpuq.cli.output import writing_stdout
 from gpuq.errors import GpuqError
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_time
@@ -95,12 +96,14 @@ def watch_loop(app: App, render: Callable[[], None], interval: float) -> None:
             head = ""
             if app.output == "table" and not app.no_headers:
                 head = f"every {interval:g}s: {command} | wall time {format_time(int(clock()))} | Ctrl-C stops\n\n"
-            if tty:
-                rows = shutil.get_terminal_size().lines
-                out.write((_CLEAR if frames == 0 else "") + _HOME + _fit(head + body, max(rows - 1, 2)) + _ERASE_BELOW)
-            else:
-                out.write(("\n" if frames and head else "") + head + body)
-            out.flush()
+            with writing_stdout():
+                if tty:
+                    rows = shutil.get_terminal_size().lines
+                    out.write((_CLEAR if frames == 0 else "") + _HOME + _fit(head + body, max(rows - 1, 2))
+                              + _ERASE_BELOW)  # fmt: skip
+                else:
+                    out.write(("\n" if frames and head else "") + head + body)
+                out.flush()
             frames += 1
             sleep(interval)
     except KeyboardInterrupt:

@@ -22,14 +22,23 @@ def _env(xdg: dict[str, Path]) -> dict[str, str]:
 @pytest.mark.parametrize(
     "command",
     [["queue", "-o", "json"], ["queue"], ["queue", "-o", "csv"], ["gpus"], ["sla", "-o", "csv"], ["overview"],
-     ["job", "201", "-o", "json"], ["snapshot"], ["audit", "--path"], ["config", "path"], ["completion", "bash"]],
+     ["job", "201", "-o", "json"], ["snapshot"], ["audit", "--path"], ["config", "path"], ["completion", "bash"],
+     ["queue", "--watch", "1"]],
     ids=" ".join,
 )  # fmt: skip
 def test_a_full_disk_is_one_message_and_exit_1(xdg: dict[str, Path], small: str, command: list[str]) -> None:
+    assert _on_full_disk(xdg, ["--snapshot", small, *command]) == (1, FULL)
+
+
+def test_a_trace_streamed_to_a_full_disk_is_one_message_and_exit_1(xdg: dict[str, Path]) -> None:
+    assert _on_full_disk(xdg, ["--backend", "demo", "trace", "export", "--since", "1h"]) == (1, FULL)
+
+
+def _on_full_disk(xdg: dict[str, Path], args: list[str]) -> tuple[int, str]:
     with open("/dev/full", "wb") as full:
-        proc = subprocess.run([sys.executable, "-m", "gpuq", "--snapshot", small, *command], stdout=full,  # noqa: S603
-                              stderr=subprocess.PIPE, text=True, env=_env(xdg), timeout=60, check=False)  # fmt: skip
-    assert (proc.returncode, proc.stderr) == (1, FULL)
+        proc = subprocess.run([sys.executable, "-m", "gpuq", *args], stdout=full, stderr=subprocess.PIPE,  # noqa: S603
+                              text=True, env=_env(xdg), timeout=60, check=False)  # fmt: skip
+    return proc.returncode, proc.stderr
 
 
 def test_a_closed_standard_output_is_one_message_and_exit_1(xdg: dict[str, Path], small: str) -> None:
