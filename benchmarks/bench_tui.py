@@ -70,6 +70,8 @@ class Probe:
     def __init__(self) -> None:
         self.frames: list[tuple[float, bool, bool]] = []
         self.moved: list[float] = []
+        #: set (on the UI thread's loop) when a frame with job rows is sent; made by `wait_rows`
+        self.rows_sent: asyncio.Event | None = None
         self._rows = False
         self._cursor = False
         render, cursor = ViewTable.render_line, ViewTable.action_cursor
@@ -103,10 +105,19 @@ class Probe:
                 if hasattr(renderable, "render_segments"):
                     renderable.render_segments(app.console)  # what a terminal would be sent
                 self.frames.append((time.perf_counter(), self._rows, self._cursor))
+                if self._rows and self.rows_sent is not None:
+                    self.rows_sent.set()
                 self._rows, self._cursor = False, False
             display(screen, renderable)
 
         app._display = on_display  # type: ignore[method-assign]
+
+    async def wait_rows(self, timeout: float = 120.0) -> None:
+        """Until a frame with job rows is sent: an event, not a poll (each look through the pilot
+        is UI work that a terminal's console does not do, taken from the worker that loads)."""
+        self.rows_sent = asyncio.Event()
+        if self.first_with_rows() is None:
+            await asyncio.wait_for(self.rows_sent.wait(), timeout)
 
     def first_with_rows(self, after: float = 0.0) -> float | None:
         return next((t for t, rows, _ in self.frames if rows and t >= after), None)
@@ -177,17 +188,17 @@ def paint_child(path: str) -> None:
     # (on the class: the first read may be computed before run_test hands over)
     timed(QueuePane, "compute", computes)
     timed(QueuePane, "show", shows)
-    app = make_app(setup)
+    app = make_app(setup, owns_process=True)  # (as `gpuq tui` makes it)
     probe.attach(app)
 
     async def run() -> None:
         async with app.run_test(size=SIZE) as pilot:
-            # (the probe notes each frame as it is sent, so how often this loop looks does not change
-            # the figures; looking every millisecond did: each look takes the interpreter from the
-            # worker that reads and computes, which a terminal's console never has to give up)
-            step = 0.02
-            await until(pilot, lambda: probe.first_with_rows() is not None, step=step)
+            # (the probe notes each frame as it is sent; a poll through the pilot until then cost
+            # the worker that reads and computes ~20% of the interpreter, which a terminal's console
+            # never has to give up)
+            await probe.wait_rows()
             painted = probe.first_with_rows()
+            step = 0.02
             # (the first frame may show the first rows while the rest are still sorted: then the
             # finished compute, and the frame with all rows, follow)
             await until(pilot, lambda: bool(computes) and not app._computing, step=step)
@@ -203,6 +214,11 @@ def paint_child(path: str) -> None:
             os._exit(0)
 
     asyncio.run(run())
+
+
+#: how often `tmux_paint` reads the pane: each read is a tmux client process, and read every 5 ms
+#: they kept a core busy that the console's terminal does not take from it
+POLL_S = 0.02
 
 
 def tmux_paint(path: str, env: dict[str, str]) -> float | None:
@@ -225,7 +241,7 @@ def tmux_paint(path: str, env: dict[str, str]) -> float | None:
             lines = call("capture-pane", "-p").splitlines()
             if any(line.startswith("ID ") for line in lines) and any(line[:1].isdigit() for line in lines):
                 return time.perf_counter() - started
-            time.sleep(0.005)
+            time.sleep(POLL_S)
         return None
     finally:
         subprocess.run([tmux, "-L", sock, "kill-server"], capture_output=True, env=env, check=False)  # noqa: S603
