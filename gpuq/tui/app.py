@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 __all__ = ["ConsoleSettings", "GpuqConsole", "make_app"]
 
 Clock = Callable[[], float]
+#: how long a compute waits for its first screen to be painted before it goes on sorting
+EARLY_WAIT_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,13 +200,14 @@ class GpuqConsole(ReplayControls, App[None]):
     def _read(self, index: int) -> None:
         started = time.perf_counter()
         try:
-            snapshot = self.clusters[index].refresh(ledger=True)
+            with computing(self.gate.pause) if self.owns_process else nullcontext():
+                snapshot = self.clusters[index].refresh(ledger=True)
+                untrack(snapshot.jobs, self.gate.pause)
         except GpuqError as exc:
             self.post_message(RefreshFailed(index, str(exc)))
         except Exception as exc:  # noqa: BLE001 - a backend bug must not take the console down
             self.post_message(RefreshFailed(index, f"{type(exc).__name__}: {exc}"))
         else:
-            untrack(snapshot.jobs, self.gate.pause)
             self.post_message(Refreshed(index, snapshot, time.perf_counter() - started))
             self._record(snapshot)
 
@@ -266,8 +270,11 @@ class GpuqConsole(ReplayControls, App[None]):
         self._compute(pane, [ctx], pane.params(), self._token)
 
     def _post_early(self, view_id: str, token: int, model: Any) -> None:
-        """`PaneContext.early` (worker thread)."""
-        self.post_message(Computed(view_id, token, model, 0.0, early=True))
+        """`PaneContext.early` (worker thread): returns once that model is painted (at most
+        `EARLY_WAIT_S`), so the rest of the compute does not keep its frame waiting."""
+        painted = threading.Event()
+        self.post_message(Computed(view_id, token, model, 0.0, early=painted))
+        painted.wait(EARLY_WAIT_S)
 
     # (`box`: the worker takes its context out, so that the finished Worker, which lives on until
     # the cyclic collector frees it and its task, does not keep the snapshots alive until then)
@@ -295,10 +302,13 @@ class GpuqConsole(ReplayControls, App[None]):
     @on(Computed)
     def _computed(self, message: Computed) -> None:
         current = message.token == self._token and message.view_id == self.view_id
-        if message.early:  # (the compute goes on: its finished model follows)
+        if message.early is not None:  # (the compute goes on: its finished model follows)
             if current and self._started and self.is_running:
                 self.pane.show(message.model)
                 self._paint_status()
+                self.call_after_refresh(message.early.set)
+            else:
+                message.early.set()
             return
         self._computing = False
         if not self._started or not self.is_running:  # a result that outlived the console

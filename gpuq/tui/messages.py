@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from textual.message import Message
@@ -31,8 +32,9 @@ class Computed(Message):
     """A pane's view model, computed for the parameters of `token` (older ones are dropped)."""
 
     def __init__(self, view_id: str, token: int, model: Any, took_s: float, error: str | None = None,
-                 early: bool = False) -> None:  # fmt: skip
+                 early: threading.Event | None = None) -> None:  # fmt: skip
         super().__init__()
         self.view_id, self.token, self.model, self.took_s, self.error = view_id, token, model, took_s, error
-        #: a provisional model the compute handed over before it finished (`PaneContext.early`)
+        #: given for a provisional model the compute handed over before it finished
+        #: (`PaneContext.early`): set by the UI thread once that model is painted (or dropped)
         self.early = early

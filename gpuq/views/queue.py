@@ -190,14 +190,14 @@ def _class_rank(ranks: dict[str, int]) -> Callable[[QueueRow], Any]:
 #: default order is two passes over 200,000 rows). "class" is filled in per snapshot (class rank).
 SORT_KEYS: dict[str, Callable[[QueueRow], Any]] = {
     "effective": operator.attrgetter("effective_priority"),
-    "priority": lambda r: r.job.priority,
+    "priority": operator.attrgetter("job.priority"),
     "wait": lambda r: r.wait_s if r.wait_s is not None else -1.0,
-    "gpus": lambda r: r.job.gpus,
+    "gpus": operator.attrgetter("job.gpus"),
     "submit": _submit,
     "preemptions": lambda r: (r.preemptions_24h, r.preemptions),
     "id": lambda r: job_id_key(r.job.id),
-    "user": lambda r: r.job.user,
-    "tenant": lambda r: r.job.tenant,
+    "user": operator.attrgetter("job.user"),
+    "tenant": operator.attrgetter("job.tenant"),
     "class": _class_rank({}),
     "state": lambda r: _STATE_RANK[r.job.state],
 }
