@@ -12,17 +12,18 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.output import writing_stdout
+from gpuq.cli.output import OutputError, writing_stdout
 from gpuq.errors import BadInput
 from gpuq.service.history_export import GPUQ_FORMAT, export_history, parse_when
 from gpuq.textsafe import visible
@@ -118,17 +119,46 @@ def _write(lines: Iterable[str], out: IO[str]) -> None:
 
 def _write_file(path: Path, lines: Iterable[str]) -> None:
     """Write to a temporary file beside `path`, renamed over it once complete: an export that
-    fails half-way leaves no half-written trace (nor clobbers an older one)."""
-    folder = path.parent if str(path.parent) else Path(".")
+    fails half-way leaves no half-written trace (nor clobbers an older one). A symbolic link's
+    target is what is replaced (the link stays); a pipe, a device or a socket is written into
+    as it is (a rename would put a plain file where it was). A write that fails (a full disk)
+    is `OutputError`."""
+    shown = f"-o {visible(str(path))}"
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".part")
+        target = path.resolve()  # (through links; a file not there yet is fine: only its folder must be)
+        mode = target.stat().st_mode if target.exists() else None
     except OSError as exc:
-        raise BadInput(f"-o {visible(str(path))}: cannot write there: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+        raise BadInput(f"{shown}: cannot write there: {exc.strerror or exc}") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise BadInput(f"{shown}: is a directory")
+    if mode is not None and not stat.S_ISREG(mode):
+        try:
+            out = open(target, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise BadInput(f"{shown}: cannot write there: {exc.strerror or exc}") from None
+        with _writing(shown), out:
             _write(lines, out)
-        os.replace(tmp, path)
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    except OSError as exc:
+        raise BadInput(f"{shown}: cannot write there: {exc.strerror or exc}") from None
+    try:
+        with _writing(shown):
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+                _write(lines, out)
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def _writing(shown: str) -> Iterator[None]:
+    try:
+        yield
+    except BrokenPipeError:  # (a pipe's reader went away: as on stdout, gpuq.cli.main stops quietly)
+        raise
+    except OSError as exc:
+        raise OutputError(f"{shown}: cannot write the trace: {exc.strerror or exc}") from None

@@ -95,6 +95,71 @@ def test_file_output_is_written_whole_and_reported(run: Run, tmp_path: Path) -> 
     assert [p.name for p in out.parent.iterdir()] == ["demo.jsonl"]  # no temporary file left
 
 
+def test_a_symbolic_link_keeps_pointing_at_the_trace_it_names(run: Run, tmp_path: Path) -> None:
+    target = tmp_path / "traces" / "demo.jsonl"
+    target.parent.mkdir()
+    target.write_text("older\n")
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(target)
+    result = run("trace", "export", *DEMO_STILL, "--since", "3h", "-o", str(link))
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and link.resolve() == target  # the link stays, its target is replaced
+    assert _lines(target.read_text())[0]["format"] == "gpuq.jobs/v1"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["demo.jsonl"]
+
+
+def test_a_named_pipe_is_written_into_not_replaced(run: Run, tmp_path: Path) -> None:
+    """`-o FIFO` (a reader on the other end, as with `mkfifo p; gzip < p &`): the trace goes
+    through the pipe and the pipe stays a pipe (a rename over it would leave a plain file)."""
+    import threading
+
+    (tmp_path / "out").mkdir()
+    fifo = tmp_path / "out" / "trace.pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = run("trace", "export", *DEMO_STILL, "--since", "3h", "-o", str(fifo))
+    reader.join(timeout=30)
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    header, jobs = _lines(received[0].decode())
+    assert header["format"] == "gpuq.jobs/v1" and jobs
+    assert [p.name for p in fifo.parent.iterdir()] == ["trace.pipe"]  # no temporary file left
+
+
+def test_a_directory_is_refused(run: Run, tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    result = run("trace", "export", *DEMO_STILL, "--since", "3h", "-o", str(folder))
+    assert result.exit_code == 2
+    assert f"-o {folder}: is a directory" in result.stderr and "Traceback" not in result.output
+    assert list(folder.iterdir()) == []
+
+
+def test_a_trace_that_cannot_be_written_is_one_error_and_leaves_the_older_one(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk half-way: exit 1, one line naming the file, the older trace still whole."""
+    from gpuq.cli import trace
+
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "demo.jsonl"
+    out.write_text("older\n")
+    written = trace._write
+
+    def fill_up(lines: object, stream: object) -> None:
+        written(iter(["partial\n"]), stream)  # type: ignore[arg-type]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(trace, "_write", fill_up)
+    result = run("trace", "export", *DEMO_STILL, "--since", "3h", "-o", str(out))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"gpuq: error: -o {out}: cannot write the trace: No space left on device"
+    assert out.read_text() == "older\n"
+    assert [p.name for p in out.parent.iterdir()] == ["demo.jsonl"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
