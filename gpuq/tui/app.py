@@ -54,8 +54,11 @@ if TYPE_CHECKING:
 __all__ = ["ConsoleSettings", "GpuqConsole", "make_app"]
 
 Clock = Callable[[], float]
-#: how long a compute waits for its first screen to be painted before it goes on sorting
+#: how long a compute waits for its first screen to be painted before it goes on sorting, and
+#: then for the driver's output thread to send that frame to the terminal (it needs the
+#: interpreter, which a pass of the sort holds throughout: a key read in C runs no bytecode)
 EARLY_WAIT_S = 0.5
+EARLY_WRITE_S = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +277,8 @@ class GpuqConsole(ReplayControls, App[None]):
         `EARLY_WAIT_S`), so the rest of the compute does not keep its frame waiting."""
         painted = threading.Event()
         self.post_message(Computed(view_id, token, model, 0.0, early=painted))
-        painted.wait(EARLY_WAIT_S)
+        if painted.wait(EARLY_WAIT_S):
+            time.sleep(EARLY_WRITE_S)
 
     # (`box`: the worker takes its context out, so that the finished Worker, which lives on until
     # the cyclic collector frees it and its task, does not keep the snapshots alive until then)
