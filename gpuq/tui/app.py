@@ -31,7 +31,6 @@ from gpuq.errors import BadInput, GpuqError
 from gpuq.model import Snapshot
 from gpuq.service import Cluster
 from gpuq.textsafe import visible
-from gpuq.timefmt import format_duration, format_time
 from gpuq.tui.collector import computing, settle_collector, untrack
 from gpuq.tui.commands import PROMPT_HINTS, palette_commands, run_command
 from gpuq.tui.gate import InputGate
@@ -42,6 +41,7 @@ from gpuq.tui.panes.base import ClusterItem, Pane, PaneContext, Selection
 from gpuq.tui.refresh import RefreshState
 from gpuq.tui.replay_controls import ReplayControls
 from gpuq.tui.replaying import ReplayClock, scrubber_line
+from gpuq.tui.statusline import stale_banner, status_line
 from gpuq.tui.themes import THEME_FALLBACKS
 from gpuq.tui.widgets.bar import Bar
 from gpuq.tui.widgets.footer import ConsoleFooter
@@ -341,47 +341,15 @@ class GpuqConsole(ReplayControls, App[None]):
     def _paint_status(self) -> None:
         if not self._started or not self.is_running:  # (shutting down: the widgets are going)
             return
-        now = self.clock()
-        names = []
-        for i, cluster in enumerate(self.clusters):
-            name = visible(cluster.label)
-            names.append(f"[{name}]" if i == self.scope else name)
-        if len(self.clusters) > 1:
-            names.append("[all]" if self.scope == -1 else "all")
-        snap = self.snapshots[self.scope] if self.scope >= 0 else next((s for s in self.snapshots if s), None)
-        at = f" · cluster time {format_time(float(int(snap.now)))}" if snap is not None else ""
-        mode = " · READ-ONLY" if self.settings.read_only and self.replay is None else ""
-        if self.recorder is not None:
-            stopped = self.recorder.stopped
-            mode += (f" · REC {self.recorder.bytes_written / 1e6:.1f} MB" if stopped is None
-                     else " · REC stopped")  # fmt: skip
-        status = self.pane.status() if self._has_data() else ""
-        line = f"gpuq · {' '.join(names)} · {self.pane.title}{at}{mode}"
-        if self.filter_text:
-            line += f" · filter /{visible(self.filter_text)}"
-        if status:
-            line += f" · {status}"
-        self.query_one("#status", Bar).show(line)
+        self.query_one("#status", Bar).show(status_line(self))
         if self.replay_clock is not None:
             width = self.size.width or 80
             self.query_one("#scrubber", Bar).show(scrubber_line(self.replay_clock, width))
         banner = self.query_one("#banner", Bar)
-        stale = [(i, s) for i, s in enumerate(self.refreshes) if s.stale and self.scope in (-1, i)]
-        if stale:
-            parts = []
-            for i, s in stale:
-                assert s.failing_since is not None
-                since = format_time(float(int(s.failing_since)))
-                what = "no data yet" if self.snapshots[i] is None else f"stale since {since}"
-                parts.append(f"{visible(self.clusters[i].label)}: {what}: {visible(s.error or '')} "
-                             f"(retrying in {format_duration(s.retry_in(now))})")  # fmt: skip
-            banner.show(" · ".join(parts))
-            banner.display = True
-        else:
-            banner.display = False
-
-    def _has_data(self) -> bool:
-        return self.context() is not None
+        stale = stale_banner(self, self.clock())
+        if stale is not None:
+            banner.show(stale)
+        banner.display = stale is not None
 
     def _paint_empty(self, why: str | None = "") -> None:
         """The pane's place when there is nothing to show yet: why, never a traceback."""

@@ -1,0 +1,53 @@
+"""The console's status line and its stale-data banner, as text (what `GpuqConsole._paint_status`
+shows): which clusters, the view, the cluster's time, the modes, the filter and the pane's own
+status; and which reads are failing since when."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpuq.textsafe import visible
+from gpuq.timefmt import format_duration, format_time
+
+if TYPE_CHECKING:
+    from gpuq.tui.app import GpuqConsole
+
+__all__ = ["stale_banner", "status_line"]
+
+
+def status_line(console: GpuqConsole) -> str:
+    names = []
+    for i, cluster in enumerate(console.clusters):
+        name = visible(cluster.label)
+        names.append(f"[{name}]" if i == console.scope else name)
+    if len(console.clusters) > 1:
+        names.append("[all]" if console.scope == -1 else "all")
+    snapshots = console.snapshots
+    snap = snapshots[console.scope] if console.scope >= 0 else next((s for s in snapshots if s), None)
+    at = f" · cluster time {format_time(float(int(snap.now)))}" if snap is not None else ""
+    mode = " · READ-ONLY" if console.settings.read_only and console.replay is None else ""
+    recorder = console.recorder
+    if recorder is not None:
+        mode += f" · REC {recorder.bytes_written / 1e6:.1f} MB" if recorder.stopped is None else " · REC stopped"
+    pane = console.pane
+    status = pane.status() if console.context() is not None else ""
+    line = f"gpuq · {' '.join(names)} · {pane.title}{at}{mode}"
+    if console.filter_text:
+        line += f" · filter /{visible(console.filter_text)}"
+    if status:
+        line += f" · {status}"
+    return line
+
+
+def stale_banner(console: GpuqConsole, now: float) -> str | None:
+    """What the banner says of the clusters in scope whose reads fail; None when none does."""
+    parts = []
+    for i, state in enumerate(console.refreshes):
+        if not state.stale or console.scope not in (-1, i):
+            continue
+        assert state.failing_since is not None
+        since = format_time(float(int(state.failing_since)))
+        what = "no data yet" if console.snapshots[i] is None else f"stale since {since}"
+        parts.append(f"{visible(console.clusters[i].label)}: {what}: {visible(state.error or '')} "
+                     f"(retrying in {format_duration(state.retry_in(now))})")  # fmt: skip
+    return " · ".join(parts) or None
