@@ -112,6 +112,9 @@ class GpuqConsole(ReplayControls, App[None]):
         #: the views that have shown a finished model (until then a compute may show the first
         #: rows early: `PaneContext.early`)
         self._shown_views: set[str] = set()
+        #: the views that have shown a model, early or finished: until then the view's place says
+        #: what is being done ("reading …", "computing …"), not what an empty table would say
+        self._painted_views: set[str] = set()
         #: workers step aside for a moment after each key or click (gpuq/tui/gate.py)
         self.gate = InputGate()
         #: `--record DIR`: every successful read is kept (in the reading worker)
@@ -175,6 +178,8 @@ class GpuqConsole(ReplayControls, App[None]):
         self.set_interval(0.25, self._tick)
         self._tick()
         self._focus_pane()
+        if self.context() is None:
+            self._paint_empty()  # ("reading …" until the first read is in)
         self._paint_status()
 
     # -- refreshing
@@ -265,7 +270,7 @@ class GpuqConsole(ReplayControls, App[None]):
         if pane.needs_selection and self.selected is None:
             self._paint_empty("select a job in the queue first (1, then the arrows)")
             return
-        self._paint_empty(None)
+        self._paint_empty(None if pane.view_id in self._painted_views else f"computing the {pane.title} view …")
         self._token += 1
         self._computing = True
         if pane.view_id not in self._shown_views:
@@ -303,12 +308,21 @@ class GpuqConsole(ReplayControls, App[None]):
         argsort (gpuq/views/queue.py), and the import is kept out of the first frame's way."""
         import numpy  # noqa: F401
 
+    def shows_data(self) -> bool:
+        """Whether the visible view shows a model of the data in scope (else its place says why not)."""
+        return self.view_id in self._painted_views and self.context() is not None
+
+    def _show(self, view_id: str, model: Any) -> None:
+        self._painted_views.add(view_id)
+        self._paint_empty(None)
+        self.pane.show(model)
+
     @on(Computed)
     def _computed(self, message: Computed) -> None:
         current = message.token == self._token and message.view_id == self.view_id
         if message.early is not None:  # (the compute goes on: its finished model follows)
             if current and self._started and self.is_running:
-                self.pane.show(message.model)
+                self._show(message.view_id, message.model)
                 self._paint_status()
                 self.call_after_refresh(message.early.set)
             else:
@@ -320,9 +334,11 @@ class GpuqConsole(ReplayControls, App[None]):
         if current:
             if message.error is not None:
                 self.notify(visible(message.error), title=f"{self.pane.title} view", severity="error")
+                if message.view_id not in self._painted_views:
+                    self._paint_empty(f"the {self.pane.title} view could not be computed: {message.error}")
             else:
                 self._shown_views.add(message.view_id)
-                self.pane.show(message.model)
+                self._show(message.view_id, message.model)
                 self._sync_selection()
                 if "numpy" not in sys.modules:
                     self.call_after_refresh(self._import_numpy)
@@ -355,9 +371,11 @@ class GpuqConsole(ReplayControls, App[None]):
         """The pane's place when there is nothing to show yet: why, never a traceback."""
         empty = self.query("#empty")
         if why is None:
-            for widget in empty:
-                widget.remove()
             self.query_one("#panes").display = True
+            if empty:
+                empty.remove()
+                if not isinstance(self.focused, Input):  # (a hidden table lost the focus; the prompt keeps it)
+                    self._focus_pane()
             return
         if not why:
             errors = [s.error for i, s in enumerate(self.refreshes) if s.error and self.scope in (-1, i)]

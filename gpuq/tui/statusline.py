@@ -30,7 +30,7 @@ def status_line(console: GpuqConsole) -> str:
     if recorder is not None:
         mode += f" · REC {recorder.bytes_written / 1e6:.1f} MB" if recorder.stopped is None else " · REC stopped"
     pane = console.pane
-    status = pane.status() if console.context() is not None else ""
+    status = pane.status() if console.shows_data() else ""
     line = f"gpuq · {' '.join(names)} · {pane.title}{at}{mode}"
     if console.filter_text:
         line += f" · filter /{visible(console.filter_text)}"

@@ -4,7 +4,9 @@ combined view, refresh failures (stale banner, backoff, a backend down at start)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from rich.text import Text
 from textual.widgets import Static
 
@@ -118,6 +120,80 @@ async def test_help_lists_every_action_with_its_rebound_key(small_cluster: Clust
         assert app.screen is app.screen_stack[0]
         bound = {key: b.binding.action for key, b in app.screen.active_bindings.items()}
         assert bound.get("B") == "act('bump')" and "b" not in bound  # rebound, not added
+
+
+async def test_until_a_view_has_rows_it_says_what_is_being_done_not_that_there_are_none(
+    console: ConsoleFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large cluster takes seconds to read and compute: meanwhile the Queue view says "reading"
+    and then "computing", never "no queued jobs" nor "0 jobs" (what an operator would take for an
+    empty queue); once its rows are in, the arrows move the cursor (the table has the focus)."""
+    import threading
+
+    from gpuq.tui.panes.queue import QueuePane
+
+    cluster, backend = flaky_cluster(SMALL)
+    read_gate, compute_gate = threading.Event(), threading.Event()
+    read = backend.snapshot
+
+    def slow_read(*, ledger: bool = True) -> Any:
+        read_gate.wait(30)
+        return read(ledger=ledger)
+
+    compute = QueuePane.compute
+
+    def slow_compute(pane: QueuePane, ctx: Any, params: Any) -> Any:
+        compute_gate.wait(30)
+        return compute(pane, ctx, params)
+
+    backend.snapshot = slow_read  # type: ignore[method-assign]
+    monkeypatch.setattr(QueuePane, "compute", slow_compute)
+    app = console([cluster])
+
+    def screen() -> str:
+        empty = app.query("#empty")
+        status = str(app.query_one("#status", Static).render())
+        return status + " | " + (str(empty.first(Static).render()) if empty else "")
+
+    try:
+        async with app.run_test(size=(100, 24)) as pilot:
+            await wait_for(pilot, lambda: "reading lab" in screen())
+            assert not app.query_one("#panes").display and "jobs" not in screen()
+            read_gate.set()
+            await wait_for(pilot, lambda: "computing the Queue view" in screen())
+            assert not app.query_one("#panes").display and "jobs" not in screen()
+            compute_gate.set()
+            await loaded(pilot)
+            await wait_for(pilot, lambda: queue_table(app).row_count > 0)
+            assert not app.query("#empty") and app.query_one("#panes").display
+            assert "7 jobs" in screen()
+            cursor = queue_table(app).cursor
+            await pilot.press("down")
+            await pilot.pause()
+            assert queue_table(app).cursor == cursor + 1
+    finally:
+        read_gate.set()
+        compute_gate.set()
+
+
+async def test_a_view_that_cannot_be_computed_says_so_in_its_place(
+    console: ConsoleFactory, small_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuq.tui.panes.queue import QueuePane
+
+    def broken(pane: QueuePane, ctx: Any, params: Any) -> Any:
+        raise ValueError("a bug in a view")
+
+    monkeypatch.setattr(QueuePane, "compute", broken)
+    app = console([small_cluster])
+    async with app.run_test(size=(100, 24)) as pilot:
+        def empty() -> str:
+            found = app.query("#empty")
+            return str(found.first(Static).render()) if found else ""
+
+        await wait_for(pilot, lambda: "could not" in empty())
+        assert "the Queue view could not be computed: ValueError: a bug in a view" in empty()
+        assert any("a bug in a view" in str(n.message) for n in noted(app))
 
 
 async def test_backend_down_at_start_explains_then_recovers(tmp_path: Path, clock: object,
@@ -254,7 +330,9 @@ async def test_narrow_terminal_drops_columns_never_cuts_ids(small_cluster: Clust
         shown = lines(table)
         assert [line.split()[0] for line in shown[1 : 1 + len(ids)]] == ids
         assert all(len(line) <= 60 for line in shown)
-        assert table.hidden and "columns hidden" in status(app)
+        # (the table says which columns it hid once it is laid out: the status line follows)
+        await wait_for(pilot, lambda: "columns hidden" in status(app))
+        assert table.hidden
         await pilot.resize_terminal(200, 40)
         await pilot.pause(0.2)
         assert len(table.hidden) < len(lines(table)[0].split()) and "REASON" in lines(table)[0]
