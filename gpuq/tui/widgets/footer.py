@@ -8,8 +8,8 @@ Each time the bindings change (at start-up, on every view switch) the Footer rec
   and caches (about 16 widgets per view switch);
 - as each key mounts, the binding turns its own `compact` (True by default) to the Footer's
   (False): its class is added, then removed, and each time its styles are worked out again, two
-  full style passes per key, ~0.1-0.2 s of UI time per recompose on a large console's first
-  screen, while its first rows wait for the interpreter.
+  full style passes per key, UI work that a large console's first rows wait behind (figures in
+  benchmarks/README.md).
 
 `ConsoleFooter` takes the keys Textual's Footer composes and gives each one bound to the Footer
 its `compact` before it mounts, with no binding: `compact` never changes in the console.
