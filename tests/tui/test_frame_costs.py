@@ -151,6 +151,45 @@ async def test_scrolling_by_a_row_draws_one_new_line_and_hands_back_the_others(m
         assert set(built) == {3}
 
 
+async def test_new_data_that_reads_as_before_draws_only_the_rows_that_changed(monkeypatch: Any) -> None:
+    """A refresh hands the table new row objects, most of them showing what they showed before (1%
+    of a queue changes): the lines are kept by what they show, so only a changed row is drawn
+    again, and Textual gets the same strips for the others. Another width draws them all again."""
+    names = [f"job-{i}" for i in range(200)]
+    app = _TableApp(names)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        table = app.query_one(ViewTable)
+        built: list[int] = []
+        real = table._row_strip
+
+        def counted(index: int, *args: Any) -> Any:
+            built.append(index)
+            return real(index, *args)
+
+        monkeypatch.setattr(table, "_row_strip", counted)
+
+        def frame() -> list[Any]:
+            return [table.render_line(y) for y in range(1, table.size.height)]
+
+        def new_data(changed: dict[int, str]) -> None:
+            rows = [(i, changed.get(i, name)) for i, name in enumerate(names)]  # (new tuples)
+            table.set_data(TableData(SPEC, rows, lambda r: (str(r[0]), r[1]), lambda r: str(r[0])))
+
+        before = frame()
+        new_data({4: "bob-4"})  # (as wide as before: the columns stay as they are)
+        built.clear()
+        after = frame()
+        assert built == [4]
+        assert [a is b for a, b in zip(before, after, strict=True)].count(False) == 1
+        assert "bob-4" in after[4].text
+        built.clear()
+        await pilot.resize_terminal(70, 20)  # (the width changes: every line is drawn again)
+        await pilot.pause()
+        frame()
+        assert set(built) == set(range(table.size.height - 1))
+
+
 async def test_gpuq_tui_settles_the_collector_once_and_tests_do_not(monkeypatch: Any, clock: Any) -> None:
     """As it mounts and again once the first frame is out, the console `gpuq tui` runs freezes its
     start-up objects and raises the young generation's threshold (never lowers it); a console that

@@ -15,7 +15,8 @@ from gpuq.service import Cluster
 from gpuq.tui.panes import queue
 from gpuq.tui.panes.base import ClusterItem, PaneContext
 from gpuq.tui.panes.queue import QueuePane, QueueParams
-from gpuq.tui.widgets.table import ViewTable, _find_near
+from gpuq.tui.widgets.positions import find_near
+from gpuq.tui.widgets.table import ViewTable
 from tests.tui.backends import flaky_cluster
 from tests.tui.conftest import SMALL, ConsoleFactory, loaded, wait_for
 
@@ -93,13 +94,13 @@ def test_the_cursors_row_is_looked_for_near_where_it_was() -> None:
         asked.append(row)
         return row
 
-    assert _find_near(rows, key, "100003", 100_000) == 100_003
+    assert find_near(rows, key, "100003", 100_000) == 100_003
     assert len(asked) <= 8  # 100000, 100001, 99999, ... : not a scan from the top
-    assert _find_near(rows, key, "99996", 100_000) == 99_996
-    assert _find_near(rows, key, "7", 150_000) == 7  # far away: found all the same
-    assert _find_near(rows, key, "gone", 5) == -1
-    assert _find_near([], key, "0", 0) == -1
-    assert _find_near(rows[:10], key, "9", 400) == 9  # the old cursor past the end
+    assert find_near(rows, key, "99996", 100_000) == 99_996
+    assert find_near(rows, key, "7", 150_000) == 7  # far away: found all the same
+    assert find_near(rows, key, "gone", 5) == -1
+    assert find_near([], key, "0", 0) == -1
+    assert find_near(rows[:10], key, "9", 400) == 9  # the old cursor past the end
 
 
 def test_a_compute_makes_no_object_the_collector_tracks_per_row(small_cluster: Cluster) -> None:

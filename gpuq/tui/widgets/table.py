@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
-from math import ceil
 from typing import Any, ClassVar, Generic, TypeVar
 
 from rich.cells import cell_len
@@ -36,6 +35,7 @@ from textual.style import Style as TextualStyle
 from gpuq.textsafe import cell_width, visible
 from gpuq.tui.keymap import bindings
 from gpuq.tui.widgets.fitting import GAP, TEXT_MIN, choose_columns, fit_cell
+from gpuq.tui.widgets.positions import find_near, thumb_start
 from gpuq.tui.widgets.tones import component_style
 from gpuq.views.columns import Column, Kind, TableSpec
 
@@ -159,6 +159,12 @@ class ViewTable(ScrollView, can_focus=True):
         #: drawn lines by (row, width, selected, under the cursor, focused): scrolling by a row
         #: draws one new line and hands Textual the same strips, whose crops it has cached
         self._strips: dict[tuple[int, int, bool, bool, bool], Strip] = {}
+        #: the same lines by what they show (cells, tones, selected, under the cursor, focused), for
+        #: the current columns and width: new data whose rows on screen read as before (a refresh
+        #: that changed 1% of a queue) draws no line again, and hands Textual the strips whose
+        #: padding, filters and cuts it has cached
+        self._by_content: dict[tuple[Cells, Tones, bool, bool, bool], Strip] = {}
+        self._content_for: tuple[list[tuple[int, int, Column]], int] = ([], -1)
         #: while a frame is drawn (`render_lines`): its width, top row and focus
         self._frame: tuple[int, int, bool] | None = None
         #: whether the last frame was drawn by `_unboxed_lines`, past Textual's styles cache
@@ -193,7 +199,7 @@ class ViewTable(ScrollView, can_focus=True):
         if old_key is not None:
             key = data.key
             # the row is usually where it was, or near: look there first, then everywhere
-            index = _find_near(rows, key, old_key, old_cursor)
+            index = find_near(rows, key, old_key, old_cursor)
         self.cursor = index if index >= 0 else min(old_cursor, max(0, len(rows) - 1))
         self._cursor_key = data.key(rows[self.cursor]) if rows else None
         live = {data.key(r) for r in rows} if self.selected else set()
@@ -261,7 +267,10 @@ class ViewTable(ScrollView, can_focus=True):
             shown.append((column, width))
         self._shown = shown
         names = spec.names
-        self._plan = [(names.index(column.name), width, column) for column, width in shown]
+        plan = [(names.index(column.name), width, column) for column, width in shown]
+        if (plan, available) != self._content_for:
+            self._by_content, self._content_for = {}, (plan, available)
+        self._plan = plan
         self._laid_out_for = available
         self._strips = {}
         self._measured = set(self._visible_range())
@@ -310,6 +319,7 @@ class ViewTable(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles, self._base, self._strips, self._tone_styles = {}, None, {}, {}
+        self._by_content = {}
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """A frame's lines of this table, with what they share (the layout checked, the width,
@@ -391,7 +401,14 @@ class ViewTable(ScrollView, can_focus=True):
         if strip is None:
             if len(self._strips) > STRIP_MEMO:
                 self._strips.clear()
-            strip = self._strips[memo] = self._row_strip(index, width, base, selected, under)
+            cells, tones = self._row(index)
+            shown = (cells, tones, selected, under, under and focused)
+            strip = self._by_content.get(shown)
+            if strip is None:
+                if len(self._by_content) > STRIP_MEMO:
+                    self._by_content.clear()
+                strip = self._by_content[shown] = self._row_strip(index, width, base, selected, under)
+            self._strips[memo] = strip
         return strip
 
     def _row_strip(self, index: int, width: int, base: Style, selected: bool, under: bool) -> Strip:
@@ -508,7 +525,7 @@ class ViewTable(ScrollView, can_focus=True):
         if self.show_vertical_scrollbar:
             bar = self.vertical_scrollbar
             position = bar.validate_position(new_value)
-            moves = _thumb_start(bar, bar.position) != _thumb_start(bar, position)
+            moves = thumb_start(bar, bar.position) != thumb_start(bar, position)
             bar.set_reactive(ScrollBar.position, position)  # (kept exact: a drag starts from it)
             if moves:
                 bar.refresh()
@@ -572,26 +589,3 @@ class ViewTable(ScrollView, can_focus=True):
             if index == self.cursor and event.chain == 2:
                 self.action_open_selected()
             self._set_cursor(index)
-
-
-def _thumb_start(bar: ScrollBar, position: float) -> int | None:
-    """Where `bar` draws its thumb at `position`, in eighths of a cell, as Textual's
-    `ScrollBarRender.render_bar` works it out (None: no thumb drawn)."""
-    size = bar.size.height
-    virtual = ceil(bar.window_virtual_size)
-    window = ceil(bar.window_size) if bar.window_size < bar.window_virtual_size else 0
-    if not (window and size and virtual) or size == virtual:
-        return None
-    thumb = max(1, window / (virtual / size))
-    return int((size - thumb) * (position / (virtual - window)) * len(bar.renderer.VERTICAL_BARS))
-
-
-def _find_near(rows: Sequence[Any], key: Callable[[Any], str], wanted: str, near: int, reach: int = 1000) -> int:
-    """The index of the row whose key is `wanted` (-1: none), looking outward from `near` first:
-    a refresh moves the cursor's row a few places at most, and 200,000 keys cost ~0.1 s."""
-    count = len(rows)
-    for step in range(reach + 1):
-        for i in (near + step, near - step) if step else (near,):
-            if 0 <= i < count and key(rows[i]) == wanted:
-                return i
-    return next((i for i, r in enumerate(rows) if key(r) == wanted), -1)
