@@ -1,4 +1,5 @@
-"""Suite-wide set-up: the wall clock shifted for the whole run when GPUQ_TEST_CLOCK_AHEAD is set.
+"""Suite-wide set-up: the wall clock shifted for the whole run when GPUQ_TEST_CLOCK_AHEAD is set,
+and the cyclic garbage collector left after each test as the test found it.
 
 `.ci/run` (scripts/test) runs the tests that need no Slurm lab a second time with the clock three
 years ahead, so a test that depends on today's date fails at the commit that plants it. The shift
@@ -9,8 +10,10 @@ subprocesses keep the real clock.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -43,3 +46,12 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     if not ahead:
         return None
     return f"wall clock shifted {ahead / 86400:.0f} days ahead ({_AHEAD_ENV}); now {time.strftime('%Y-%m-%d %H:%M:%S')}"
+
+
+@pytest.fixture(autouse=True)
+def _collector_as_found() -> Iterator[None]:
+    """gpuq turns the collector off where a process is its own (`gpuq.cli.main`, a tuning pool's
+    worker); code of that kind run inside the test process must not change what later tests see."""
+    was_enabled = gc.isenabled()
+    yield
+    (gc.enable if was_enabled else gc.disable)()

@@ -586,29 +586,32 @@ async def test_a_scroll_by_a_row_hands_textual_the_same_line_objects_for_the_row
 
 async def test_gpuq_tui_reads_with_the_collector_off_and_turns_it_back_on(clock: Any) -> None:
     """A read of a large snapshot makes hundreds of thousands of objects: in `gpuq tui` no
-    automatic collection runs meanwhile (each full one held every thread 40-70 ms), and the
-    collector is on again once the reads and computes are done. A test's console leaves it be."""
+    automatic collection runs meanwhile (a full one holds every thread), and the collector is on
+    again once the reads and computes are done. A test's console leaves it be."""
     import gc
 
     from gpuq.tui.app import ConsoleSettings, make_app
     from gpuq.tui.options import ConsoleSetup
 
-    for owns in (True, False):
-        cluster, backend = flaky_cluster(SMALL)
-        during: list[bool] = []
-        read = backend.snapshot
+    was_enabled = gc.isenabled()  # (a command run in process before this test may have turned it off)
+    gc.enable()
+    try:
+        for owns in (True, False):
+            cluster, backend = flaky_cluster(SMALL)
+            during: list[bool] = []
+            read = backend.snapshot
 
-        def snapshot(*, ledger: bool = True, read: Any = read, during: list[bool] = during) -> Any:
-            during.append(gc.isenabled())
-            return read(ledger=ledger)
+            def snapshot(*, ledger: bool = True, read: Any = read, during: list[bool] = during) -> Any:
+                during.append(gc.isenabled())
+                return read(ledger=ledger)
 
-        backend.snapshot = snapshot  # type: ignore[method-assign]
-        app = make_app(ConsoleSetup([cluster], ConsoleSettings(), clock), owns_process=owns)
-        try:
+            backend.snapshot = snapshot  # type: ignore[method-assign]
+            app = make_app(ConsoleSetup([cluster], ConsoleSettings(), clock), owns_process=owns)
             async with app.run_test(size=(80, 24)) as pilot:
                 await loaded(pilot)
                 await wait_for(pilot, lambda app=app: not app._computing and not any(w.is_running for w in app.workers))
                 assert during and all(enabled is not owns for enabled in during)
                 assert gc.isenabled()
-        finally:
-            gc.enable()
+    finally:
+        if not was_enabled:
+            gc.disable()
