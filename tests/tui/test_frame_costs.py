@@ -111,6 +111,19 @@ async def test_a_frame_measures_each_row_on_screen_once(monkeypatch: Any) -> Non
         assert int(table.scroll_y) == 141 and frame() <= 2 * len(SPEC.columns)
 
 
+def _count_row_strips(table: ViewTable, monkeypatch: Any) -> list[int]:
+    """The rows whose lines `table` builds from now on, in order."""
+    built: list[int] = []
+    real = table._row_strip
+
+    def counted(index: int, *args: Any) -> Any:
+        built.append(index)
+        return real(index, *args)
+
+    monkeypatch.setattr(table, "_row_strip", counted)
+    return built
+
+
 async def test_scrolling_by_a_row_draws_one_new_line_and_hands_back_the_others(monkeypatch: Any) -> None:
     """Each line drawn is kept per row (and width, selection, cursor, focus): scrolling by one row
     builds the one row that came into view, and Textual gets the same strips for the rest (whose
@@ -119,14 +132,7 @@ async def test_scrolling_by_a_row_draws_one_new_line_and_hands_back_the_others(m
     async with app.run_test(size=(60, 20)) as pilot:
         await pilot.pause()
         table = app.query_one(ViewTable)
-        built: list[int] = []
-        real = table._row_strip
-
-        def counted(index: int, *args: Any) -> Any:
-            built.append(index)
-            return real(index, *args)
-
-        monkeypatch.setattr(table, "_row_strip", counted)
+        built = _count_row_strips(table, monkeypatch)
         page = table.size.height - 1
 
         def frame() -> list[Any]:
@@ -160,14 +166,7 @@ async def test_new_data_that_reads_as_before_draws_only_the_rows_that_changed(mo
     async with app.run_test(size=(60, 20)) as pilot:
         await pilot.pause()
         table = app.query_one(ViewTable)
-        built: list[int] = []
-        real = table._row_strip
-
-        def counted(index: int, *args: Any) -> Any:
-            built.append(index)
-            return real(index, *args)
-
-        monkeypatch.setattr(table, "_row_strip", counted)
+        built = _count_row_strips(table, monkeypatch)
 
         def frame() -> list[Any]:
             return [table.render_line(y) for y in range(1, table.size.height)]
