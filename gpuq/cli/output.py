@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 from gpuq.errors import GpuqError
 
-__all__ = ["OutputError", "silence_stdout", "write_bytes", "write_text", "writing_stdout"]
+__all__ = ["OutputError", "silence_stdout", "write_bytes", "write_text", "writing", "writing_stdout"]
 
 
 class OutputError(GpuqError):
@@ -34,15 +34,22 @@ def silence_stdout() -> None:
 
 
 @contextmanager
-def writing_stdout() -> Iterator[None]:
-    """Around writes to stdout (streamed ones too): a failed write becomes `OutputError`."""
+def writing(failure: str, cleanup: Callable[[], None] | None = None) -> Iterator[None]:
+    """Around writes (streamed ones too): a failed write becomes `OutputError` ("FAILURE: why"),
+    after `cleanup`; a reader that went away (EPIPE) is left to `gpuq.cli.main`, which ends quietly."""
     try:
         yield
     except BrokenPipeError:
         raise
     except OSError as exc:
-        silence_stdout()
-        raise OutputError(f"cannot write the output: {exc.strerror or exc}") from None
+        if cleanup is not None:
+            cleanup()
+        raise OutputError(f"{failure}: {exc.strerror or exc}") from None
+
+
+def writing_stdout() -> AbstractContextManager[None]:
+    """`writing` for stdout: once a write failed, stdout points at /dev/null."""
+    return writing("cannot write the output", silence_stdout)
 
 
 def write_text(text: str) -> None:

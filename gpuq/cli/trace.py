@@ -16,14 +16,14 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.output import OutputError, writing_stdout
+from gpuq.cli.output import writing, writing_stdout
 from gpuq.errors import BadInput
 from gpuq.service.history_export import GPUQ_FORMAT, export_history, parse_when
 from gpuq.textsafe import visible
@@ -122,7 +122,7 @@ def _write_file(path: Path, lines: Iterable[str]) -> None:
     fails half-way leaves no half-written trace (nor clobbers an older one). A symbolic link's
     target is what is replaced (the link stays); a pipe, a device or a socket is written into
     as it is (a rename would put a plain file where it was). A write that fails (a full disk)
-    is `OutputError`."""
+    is `OutputError` (`gpuq.cli.output.writing`)."""
     shown = f"-o {visible(str(path))}"
     try:
         target = path.resolve()  # (through links; a file not there yet is fine: only its folder must be)
@@ -136,7 +136,7 @@ def _write_file(path: Path, lines: Iterable[str]) -> None:
             out = open(target, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise BadInput(f"{shown}: cannot write there: {exc.strerror or exc}") from None
-        with _writing(shown), out:
+        with writing(f"{shown}: cannot write the trace"), out:
             _write(lines, out)
         return
     try:
@@ -144,7 +144,7 @@ def _write_file(path: Path, lines: Iterable[str]) -> None:
     except OSError as exc:
         raise BadInput(f"{shown}: cannot write there: {exc.strerror or exc}") from None
     try:
-        with _writing(shown):
+        with writing(f"{shown}: cannot write the trace"):
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
                 _write(lines, out)
             os.replace(tmp, target)
@@ -153,12 +153,3 @@ def _write_file(path: Path, lines: Iterable[str]) -> None:
             os.unlink(tmp)
         raise
 
-
-@contextlib.contextmanager
-def _writing(shown: str) -> Iterator[None]:
-    try:
-        yield
-    except BrokenPipeError:  # (a pipe's reader went away: as on stdout, gpuq.cli.main stops quietly)
-        raise
-    except OSError as exc:
-        raise OutputError(f"{shown}: cannot write the trace: {exc.strerror or exc}") from None
