@@ -89,6 +89,20 @@ async def wait_for(pilot: Any, predicate: Callable[[], object], timeout: float =
         if loop.time() > deadline:
             raise AssertionError("timed out waiting for the console")
         await pilot.pause(0.05)
+    await _laid_out(pilot, deadline)
+
+
+async def _laid_out(pilot: Any, deadline: float) -> None:
+    """Wait for the screen's next refresh: a pane the app has just un-hidden has no size until the
+    screen lays it out again, and a test reading its lines before then reads none."""
+    done = asyncio.Event()
+    if not pilot.app.is_running or not pilot.app.call_after_refresh(done.set):
+        return
+    loop = asyncio.get_running_loop()
+    while not done.is_set() and pilot.app.is_running:
+        if loop.time() > deadline:
+            raise AssertionError("timed out waiting for the console to lay out its screen")
+        await pilot.pause(0.01)
 
 
 async def loaded(pilot: Any) -> GpuqConsole:
