@@ -16,7 +16,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -117,6 +117,15 @@ def _write(lines: Iterable[str], out: IO[str]) -> None:
     out.flush()
 
 
+@contextlib.contextmanager
+def _opening(shown: str) -> Iterator[None]:
+    """An `-o` place that cannot be opened is a bad argument (exit 2), not a failed write."""
+    try:
+        yield
+    except OSError as exc:
+        raise BadInput(f"{shown}: cannot write there: {exc.strerror or exc}") from None
+
+
 def _write_file(path: Path, lines: Iterable[str]) -> None:
     """Write to a temporary file beside `path`, renamed over it once complete: an export that
     fails half-way leaves no half-written trace (nor clobbers an older one). A symbolic link's
@@ -124,25 +133,19 @@ def _write_file(path: Path, lines: Iterable[str]) -> None:
     as it is (a rename would put a plain file where it was). A write that fails (a full disk)
     is `OutputError` (`gpuq.cli.output.writing`)."""
     shown = f"-o {visible(str(path))}"
-    try:
+    with _opening(shown):
         target = path.resolve()  # (through links; a file not there yet is fine: only its folder must be)
         mode = target.stat().st_mode if target.exists() else None
-    except OSError as exc:
-        raise BadInput(f"{shown}: cannot write there: {exc.strerror or exc}") from None
     if mode is not None and stat.S_ISDIR(mode):
         raise BadInput(f"{shown}: is a directory")
     if mode is not None and not stat.S_ISREG(mode):
-        try:
+        with _opening(shown):
             out = open(target, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise BadInput(f"{shown}: cannot write there: {exc.strerror or exc}") from None
         with writing(f"{shown}: cannot write the trace"), out:
             _write(lines, out)
         return
-    try:
+    with _opening(shown):
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
-    except OSError as exc:
-        raise BadInput(f"{shown}: cannot write there: {exc.strerror or exc}") from None
     try:
         with writing(f"{shown}: cannot write the trace"):
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:

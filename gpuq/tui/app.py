@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -208,7 +207,7 @@ class GpuqConsole(ReplayControls, App[None]):
     def _read(self, index: int) -> None:
         started = time.perf_counter()
         try:
-            with computing(self.gate.pause) if self.owns_process else nullcontext():
+            with computing(self.gate.pause, manage=self.owns_process):
                 snapshot = self.clusters[index].refresh(ledger=True)
                 untrack(snapshot.jobs, self.gate.pause)
         except GpuqError as exc:
@@ -292,7 +291,7 @@ class GpuqConsole(ReplayControls, App[None]):
         started = time.perf_counter()
         ctx = box.pop()
         try:
-            with computing(ctx.pause) if self.owns_process else nullcontext():
+            with computing(ctx.pause, manage=self.owns_process):
                 model = pane.compute(ctx, params)
         except GpuqError as exc:
             self.post_message(Computed(pane.view_id, token, None, 0.0, str(exc)))

@@ -92,13 +92,17 @@ _COMPUTES = _Computes()
 
 
 @contextmanager
-def computing(pause: Callable[[], None]) -> Iterator[None]:
+def computing(pause: Callable[[], None], *, manage: bool = True) -> Iterator[None]:
     """Around a worker's compute: no automatic collection meanwhile; after the last compute
     running, its worker steps aside for input (`pause`) and runs the collection the collector
     would have run by then (the young one, or the middle one when due: with the young one alone,
     cycles got into the oldest generation and waited there, and the console's RSS settled higher),
     so the lists the computes made are walked once, in a worker, and not in whichever frame
-    allocates next. A collector someone else turned off stays off."""
+    allocates next. A collector someone else turned off stays off. `manage` False (a console that
+    does not own its process: a test's) leaves the collector alone."""
+    if not manage:
+        yield
+        return
     with _COMPUTES.lock:
         _COMPUTES.running += 1
         if gc.isenabled():
