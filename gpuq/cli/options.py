@@ -17,7 +17,7 @@ import click
 import msgspec
 
 from gpuq.config import OUTPUT_FORMATS
-from gpuq.model import JobState
+from gpuq.model import MAX_ID_LENGTH, JobState
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -465,5 +465,15 @@ def job_argument(
     the most recently submitted first, each with its state, GPUs, user and class."""
     wanted = None if states is None else frozenset(states)
     return click.argument(
-        name, metavar="JOB" if required else "[JOB]", required=required, shell_complete=_job_completer(wanted)
+        name, metavar="JOB" if required else "[JOB]", required=required, shell_complete=_job_completer(wanted),
+        callback=_possible_job_id,
     )
+
+
+def _possible_job_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An id no job can have (the model's bounds) is a usage error, not a job that is not there."""
+    if value is not None and not value:
+        raise click.BadParameter("a job id is never empty")
+    if value is not None and len(value) > MAX_ID_LENGTH:
+        raise click.BadParameter(f"longer than any job id ({MAX_ID_LENGTH} characters at most)")
+    return value

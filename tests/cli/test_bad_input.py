@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,17 @@ def test_unknown_job_id_on_action_is_audited(gpuq: Run, fake: Any, xdg: dict[str
     record = json.loads((xdg["state"] / "gpuq" / "audit.jsonl").read_text())
     assert record["result"] == "error"
     assert record["error"] == "no job 123 on cluster lab"
+
+
+@pytest.mark.parametrize(("job_id", "problem"), [("", "a job id is never empty"),
+                                                  ("7" * 513, "longer than any job id (512 characters at most)")])
+def test_an_id_no_job_can_have_is_a_usage_error(gpuq: Run, fake: Any, job_id: str, problem: str) -> None:
+    for command in (["job", job_id], ["preview", job_id], ["bump", job_id, "--to", "5", "--yes"],
+                    ["exempt", job_id, "--for", "1h", "--yes"], ["preempt", job_id, "--yes"],
+                    ["resume", job_id, "--yes"]):  # fmt: skip
+        err = _clean_failure(gpuq("--backend", "fake", *command), 2)
+        assert re.search(rf"Invalid value for '\[?JOB\]?': {re.escape(problem)}", err), command
+    assert fake.state["calls"] == []
 
 
 @pytest.mark.parametrize(
