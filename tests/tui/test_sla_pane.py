@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import re
 from functools import partial
+from pathlib import Path
 
-from gpuq.service import Cluster
+from gpuq.model import JobClass, JobState, Node, NodeState
+from gpuq.model.codec import encode_snapshot
+from gpuq.service import Cluster, open_cluster
 from gpuq.timefmt import format_duration
 from gpuq.tui.app import GpuqConsole
 from gpuq.tui.panes.sla import SlaDetail, SlaPane
@@ -14,8 +17,9 @@ from gpuq.tui.widgets.table import ViewTable
 from gpuq.views.sla import sla_view
 from gpuq.views.slacells import VERDICT_TEXT, class_waits, judged_p95, sparkline
 from tests.clock import FixedClock
+from tests.factories import make_job, make_snapshot
 from tests.tui.backends import flaky_cluster
-from tests.tui.conftest import SMALL, ConsoleFactory, loaded, wait_for
+from tests.tui.conftest import CONSOLE_T0, SMALL, ConsoleFactory, loaded, wait_for
 
 #: a histogram line: `5m–30m ███▒▒   158 (7 pending)`
 BAR = re.compile(r"^(\S+) [█▒]* +(\d+)(?: \((\d+) pending\))?$")
@@ -128,6 +132,30 @@ async def test_histogram_of_the_class_under_the_cursor(demo_cluster: Cluster, co
             assert bars == [(b.label, str(b.count), str(b.pending) if b.pending else None) for b in bins]
             assert bool(bars) is bool(stats.count + stats.pending)
             assert all(len(line) <= 80 for line in lines(detail))
+
+
+async def test_a_bin_mostly_started_with_a_few_pending_fits_its_line(tmp_path: Path, console: ConsoleFactory) -> None:
+    # the largest bin: 300 started, 2 pending. Its started share alone rounds to the whole bar,
+    # and its pending cell once went past it: the line wrapped at 80 columns.
+    now = CONSOLE_T0
+    started = [make_job(str(1000 + i), state=JobState.COMPLETED, submit_time=now - 3600, start_time=now - 3540,
+                        end_time=now - 60) for i in range(300)]  # fmt: skip
+    pending = [make_job(str(2000 + i), submit_time=now - 60) for i in range(2)]
+    snap = make_snapshot("lab", "snapshot", now, classes=[JobClass("normal", 100, target_p95_s=600.0)],
+                         nodes=[Node("n1", 8, "H100", NodeState.IDLE)], jobs=started + pending)  # fmt: skip
+    path = tmp_path / "mostly-started.json"
+    path.write_bytes(encode_snapshot(snap))
+    app = console([open_cluster(snapshot=str(path))], first_view="sla")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        detail = app.query_one(SlaDetail)
+        await wait_for(pilot, lambda: detail.row is not None)
+        drawn = lines(detail)
+        bars = [m.groups() for line in drawn if (m := BAR.match(line.strip()))]
+        assert [(count, waiting) for _, count, waiting in bars if count != "0"] == [("302", "2")]
+        largest = next(line for line in drawn if line.endswith(" 302 (2 pending)"))
+        assert largest.count("▒") == 1 and largest.count("█") > 1
+        assert all(len(line) <= 80 for line in drawn)
 
 
 async def test_combined_view_has_a_row_per_cluster_and_class(console: ConsoleFactory) -> None:

@@ -21,6 +21,7 @@ from textual.widget import Widget
 from gpuq.textsafe import cell_width, visible
 from gpuq.timefmt import format_duration, format_time
 from gpuq.tui.panes.base import Pane, PaneContext
+from gpuq.tui.statusline import hidden_columns
 from gpuq.tui.widgets.table import TableData, ViewTable
 from gpuq.tui.widgets.tones import component_style
 from gpuq.views.columns import CONSOLE_SLA, TableSpec
@@ -156,8 +157,11 @@ class SlaDetail(Widget):
         target = model.row.stats.target_p95_s
         for b, label, count in zip(bins, labels, counts, strict=True):
             text.append("\n" + label.rjust(label_w) + " ")
-            started = _bar(b.started, top, bar_w)
-            pending = max(_bar(b.count, top, bar_w) - started, 1 if b.pending else 0)
+            # (the bin's whole bar split: a pending cell whenever the bin has pending jobs, taken
+            # from the started part, never added past the bar's width)
+            whole = _bar(b.count, top, bar_w)
+            pending = min(whole, max(whole - _bar(b.started, top, bar_w), 1 if b.pending else 0))
+            started = whole - pending
             late = target is not None and b.low >= target
             text.append("█" * started, self._style("breach" if late else "bar"))
             text.append("▒" * pending, self._style("pending"))
@@ -251,7 +255,7 @@ class SlaPane(Pane):
         risk = sum(1 for r in classes if r.row.verdict == "at_risk")
         shown = f"{len(model.rows)} of {model.total} rows" if len(model.rows) != model.total else f"{model.total} rows"
         hidden = self.table.hidden
-        more = f" · {len(hidden)} columns hidden: a wider terminal shows them" if hidden else ""
+        more = hidden_columns(hidden)
         return f"{shown} · {breach} in breach · {risk} at risk{more}"
 
 
