@@ -4,6 +4,7 @@ status; and which reads are failing since when."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from gpuq.textsafe import visible
@@ -12,7 +13,14 @@ from gpuq.timefmt import format_duration, format_time
 if TYPE_CHECKING:
     from gpuq.tui.app import GpuqConsole
 
-__all__ = ["stale_banner", "status_line"]
+__all__ = ["hidden_columns", "stale_banner", "status_line"]
+
+
+def hidden_columns(hidden: Collection[str]) -> str:
+    """A pane's status about the columns its table(s) left out for want of width ("" if none)."""
+    if not hidden:
+        return ""
+    return f" · {len(hidden)} column{'s' if len(hidden) != 1 else ''} hidden: a wider terminal shows them"
 
 
 def status_line(console: GpuqConsole) -> str:

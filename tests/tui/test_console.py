@@ -331,7 +331,7 @@ async def test_narrow_terminal_drops_columns_never_cuts_ids(small_cluster: Clust
         assert [line.split()[0] for line in shown[1 : 1 + len(ids)]] == ids
         assert all(len(line) <= 60 for line in shown)
         # (the table says which columns it hid once it is laid out: the status line follows)
-        await wait_for(pilot, lambda: "columns hidden" in status(app))
+        await wait_for(pilot, lambda: "hidden: a wider terminal shows them" in status(app))
         assert table.hidden
         await pilot.resize_terminal(200, 40)
         await pilot.pause(0.2)
@@ -426,3 +426,11 @@ async def test_views_mount_on_first_use_and_the_latest_asked_for_is_shown(
         await wait_for(pilot, lambda: "SLA" in status(app) and "rows" in status(app))
         await pilot.press("1")  # mounted already: shown at once
         assert app.view_id == "queue" and [p.id for p in app.query(Pane) if p.display] == ["pane-queue"]
+
+
+def test_the_hidden_columns_note_counts_in_words() -> None:
+    from gpuq.tui.statusline import hidden_columns
+
+    assert hidden_columns([]) == ""
+    assert hidden_columns(["NAME"]) == " · 1 column hidden: a wider terminal shows them"
+    assert hidden_columns(["NAME", "USER"]) == " · 2 columns hidden: a wider terminal shows them"

@@ -21,6 +21,7 @@ from textual.widgets import Static
 from gpuq.service import Cluster
 from gpuq.textsafe import visible
 from gpuq.tui.panes.base import Pane, PaneContext, Selection
+from gpuq.tui.statusline import hidden_columns
 from gpuq.tui.widgets.table import TableData, ViewTable
 from gpuq.views.audit import AuditRow, audit_view_cached
 from gpuq.views.auditcells import audit_cells, audit_tones, newest_first, row_cluster, row_job
@@ -130,7 +131,7 @@ class AuditPane(Pane):
 
     def status(self) -> str:
         hidden = self.table.hidden
-        more = f" · {len(hidden)} columns hidden: a wider terminal shows them" if hidden else ""
+        more = hidden_columns(hidden)
         return self._status + more
 
     @on(ViewTable.Opened)

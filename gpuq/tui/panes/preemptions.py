@@ -20,6 +20,7 @@ from textual.widgets import Static
 from gpuq.model import job_id_key
 from gpuq.textsafe import visible
 from gpuq.tui.panes.base import Pane, PaneContext, Selection
+from gpuq.tui.statusline import hidden_columns
 from gpuq.tui.widgets.table import TableData, ViewTable
 from gpuq.views.columns import CONSOLE_PREEMPTION_EVENTS, CONSOLE_PREEMPTION_JOBS, TableSpec
 from gpuq.views.ledgercells import (
@@ -269,7 +270,7 @@ class PreemptionsPane(Pane):
 
     def status(self) -> str:
         hidden = {*self.jobs_table.hidden, *self.events_table.hidden}
-        more = f" · {len(hidden)} columns hidden: a wider terminal shows them" if hidden else ""
+        more = hidden_columns(hidden)
         return self._status + more
 
     @on(ViewTable.SortAsked, "#pre-jobs")

@@ -16,6 +16,7 @@ from textual.binding import BindingType
 from gpuq.tui.collector import untrack
 from gpuq.tui.keymap import bindings
 from gpuq.tui.panes.base import Pane, PaneContext, Selection
+from gpuq.tui.statusline import hidden_columns
 from gpuq.tui.widgets.table import TableData, ViewTable
 from gpuq.views.columns import CONSOLE_QUEUE
 from gpuq.views.groups import GroupRow, group_items
@@ -198,7 +199,7 @@ class QueuePane(Pane):
             shown = f"{self._shown} of {self._total} jobs"
         else:
             shown = f"{self._total} jobs"
-        more = f" · {len(hidden)} columns hidden: a wider terminal shows them" if hidden else ""
+        more = hidden_columns(hidden)
         return shown + more
 
     @on(ViewTable.SortAsked)
