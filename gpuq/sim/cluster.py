@@ -55,7 +55,7 @@ class Gpus:
             level = self.level
             for k in range(gpus, self.per_node + 1):  # the fewest free GPUs that fit, the first such node
                 if level[k]:
-                    i = free_n.index(k)
+                    i = _first_with(free_n, k)
                     return [(i, self.free[i][:gpus])]
             return None
         if self.total_free < gpus:
@@ -106,3 +106,13 @@ class Gpus:
         level[n + change] += 1
         self.free_n[i] = n + change
         self.total_free += change
+
+
+def _first_with(free_n: list[int], k: int) -> int:
+    """`free_n.index(k)`: the first node with exactly `k` free GPUs (one is, by `level`). A loop of
+    its own so that the compiled module compares the counts as machine integers: `list.index`
+    compares each element through Python's rich comparison, which cost 5% of a replay's time."""
+    for i in range(len(free_n)):
+        if free_n[i] == k:
+            return i
+    raise ValueError(f"no node has {k} free GPUs")

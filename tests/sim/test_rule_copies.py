@@ -3,7 +3,8 @@
 `gpuq.sim.fastrules.FastRules` keeps, for the event loop, copies of three rules on a `SimJob`'s
 own fields: a queued job's effective priority (`queued_priority`), a running job's
 (`running_priority`, which `Simulator.arm` fixes as `job.rep`), and the GPU-seconds a
-preemption loses (`lost`, weighed by `cost`). Here each is compared, with `==` on the floats,
+preemption loses (`lost`, weighed by `cost`); and `gpuq.sim.jobs.id_key`, the job-id order for
+ids of digits alone. Here each is compared, with `==` on the floats,
 with the `gpuq.policy.rules` function called on the same plain numbers, over a few thousand
 seeded, generated jobs and policies: urgent or not, classes with and without max_wait and with
 and without aging, jobs that report checkpoints and jobs that fall back to the default interval,
@@ -22,7 +23,7 @@ from fractions import Fraction
 
 import pytest
 
-from gpuq.model import DAY_S, JobClass
+from gpuq.model import DAY_S, JobClass, job_id_key
 from gpuq.policy.config import ClassPolicy, Policy
 from gpuq.policy.rules import (
     effective_priority_of,
@@ -33,7 +34,7 @@ from gpuq.policy.rules import (
     victim_cost_of,
 )
 from gpuq.sim.fastrules import FastRules
-from gpuq.sim.jobs import PENDING, RUNNING, SimJob, on_grid, strictly_after
+from gpuq.sim.jobs import PENDING, RUNNING, SimJob, id_key, on_grid, strictly_after
 from gpuq.sim.victims import crossing
 from gpuq.sim.workload import JobSpec
 
@@ -383,3 +384,15 @@ def test_class_info_is_the_policys(name: str) -> None:
         resolved = policy.resolve_class(base, name)
         assert (info.preemptible, info.max_wait) == (resolved.preemptible, resolved.max_wait_s)
         assert info.rate == (policy.aging_rate(name) if resolved.max_wait_s is not None else 0.0)
+
+
+def test_the_job_id_order_is_the_kernels() -> None:
+    rng = random.Random(SEED + 4)
+    # (Arabic-Indic digits are decimal too: int() reads them, so the key holds their value)
+    ids = ["0", "7", "007", "10", "999", "1000", "9" * 299, "9" * 300, "1" * 400, "12_1", "12_10", "77+1",
+           "", "a", "job-7", "²", "١٢", " 12", "12 "]  # fmt: skip
+    ids += [str(rng.randrange(10 ** rng.randrange(1, 25))) for _ in range(2000)]
+    ids += ["".join(rng.choice("0123456789_-ab") for _ in range(rng.randrange(1, 8))) for _ in range(2000)]
+    for job_id in ids:
+        assert id_key(job_id) == job_id_key(job_id), job_id
+    assert sorted(ids, key=id_key) == sorted(ids, key=job_id_key)
