@@ -6,6 +6,8 @@ Front ends map these to exit codes in one place (`EXIT_CODES`); messages name th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 __all__ = [
     "EXIT_CODES",
     "BadInput",
@@ -15,6 +17,7 @@ __all__ = [
     "PermissionDenied",
     "Refused",
     "Unreachable",
+    "no_job",
 ]
 
 
@@ -28,6 +31,17 @@ class NotFound(GpuqError):
     """The named job, node or cluster does not exist."""
 
     exit_code = 1
+
+
+def no_job(job_id: str, cluster: str, exists: Callable[[str], bool]) -> NotFound:
+    """NotFound for an id no job on `cluster` has. An id with spaces around it (pasted with them)
+    is shown quoted, so the spaces can be seen, and the job without them is named when
+    `exists` knows it: the model allows such ids, so they are not trimmed silently."""
+    trimmed = job_id.strip()
+    if trimmed == job_id:
+        return NotFound(f"no job {job_id} on cluster {cluster}")
+    hint = f": did you mean {trimmed}? (the id given has white space around it)" if trimmed and exists(trimmed) else ""
+    return NotFound(f"no job {job_id!r} on cluster {cluster}{hint}")
 
 
 class Refused(GpuqError):

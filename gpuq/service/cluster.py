@@ -19,7 +19,7 @@ import msgspec
 from gpuq.audit import AuditError, AuditLog, make_record, safe_text
 from gpuq.backends.base import ActionPlan, Backend, Capabilities, Foreseen, NativePlan, PriorityChange
 from gpuq.config import PolicySource
-from gpuq.errors import BadInput, GpuqError, NotFound, Refused
+from gpuq.errors import BadInput, GpuqError, Refused, no_job
 from gpuq.model import Job, JobClass, JobState, PreviewRequest, Snapshot
 from gpuq.policy.config import Mode, Policy
 from gpuq.policy.engine import Plan, plan_preemption, request_for_job
@@ -123,7 +123,7 @@ class Cluster:
         snap = snapshot or self.snapshot()
         job = snap.job(job_id)
         if job is None:
-            raise NotFound(f"no job {job_id} on cluster {snap.cluster}")
+            raise no_job(job_id, snap.cluster, lambda other: snap.job(other) is not None)
         return job
 
     def job_ids(self) -> list[str]:

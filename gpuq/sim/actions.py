@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gpuq.errors import NotFound, Refused
+from gpuq.errors import Refused, no_job
 from gpuq.policy.config import Mode
 from gpuq.sim import stops
 from gpuq.sim.convert import Why, for_job
@@ -50,13 +50,20 @@ _PLANNED_WHY = "chosen as the bump's preview showed"
 
 def visible(sim: Simulator, job_id: str) -> SimJob:
     """A submitted job, still live or in the recent history (NotFound for unknown ids)."""
+    job = _submitted(sim, job_id)
+    if job is None:
+        raise no_job(job_id, sim.name, lambda other: _submitted(sim, other) is not None)
+    return job
+
+
+def _submitted(sim: Simulator, job_id: str) -> SimJob | None:
     job = sim.jobs.get(job_id)
     if job is not None and job.state != FUTURE:
         return job
     for old in sim.history:
         if old.id == job_id:
             return old
-    raise NotFound(f"no job {job_id} on cluster {sim.name}")
+    return None
 
 
 def _live(sim: Simulator, job_id: str, action: str) -> SimJob:

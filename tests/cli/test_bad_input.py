@@ -36,6 +36,17 @@ def test_unknown_job_id_on_action_is_audited(gpuq: Run, fake: Any, xdg: dict[str
     assert record["error"] == "no job 123 on cluster lab"
 
 
+def test_an_id_pasted_with_spaces_around_it_is_shown_quoted_and_the_job_named(gpuq: Run, fake: Any) -> None:
+    for command in (["job", " 201 "], ["preview", "201 "], ["bump", " 201", "--to", "5", "--yes"],
+                    ["exempt", "\t201", "--for", "1h", "--yes"], ["preempt", "201\n", "--yes"]):  # fmt: skip
+        err = _clean_failure(gpuq("--backend", "fake", *command), 1)
+        quoted = repr(command[1])  # (a control character shown as its escape)
+        assert f"no job {quoted} on cluster lab: did you mean 201? (the id given has white space around it)" in err, err
+    err = _clean_failure(gpuq("--backend", "fake", "job", " 999 "), 1)
+    assert err.strip().endswith("no job ' 999 ' on cluster lab")  # (no job 999 either: nothing to suggest)
+    assert fake.state["calls"] == []
+
+
 @pytest.mark.parametrize(("job_id", "problem"), [("", "a job id is never empty"),
                                                   ("7" * 513, "longer than any job id (512 characters at most)")])
 def test_an_id_no_job_can_have_is_a_usage_error(gpuq: Run, fake: Any, job_id: str, problem: str) -> None:

@@ -240,6 +240,8 @@ def test_actions_validate_and_dry_runs_change_nothing() -> None:
     sim.run_until(50)
     with pytest.raises(NotFound, match="no job nope on cluster demo"):
         actions.bump(sim, "nope", priority=3)
+    with pytest.raises(NotFound, match=r"^no job ' D' on cluster demo: did you mean D\? "):  # (D ended: still known)
+        actions.bump(sim, " D", priority=3)
     with pytest.raises(Refused, match="already ended"):
         actions.bump(sim, "D", priority=3)
     with pytest.raises(Refused, match="not running"):
