@@ -143,7 +143,7 @@ def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEve
     began = time.perf_counter()
     idle = 0.0
     bucket_end = width
-    while (sim.events or fed < len(specs)) and sim.now < stop:
+    while (sim.has_events() or fed < len(specs)) and sim.now < stop:
         until = min(bucket_end, stop)
         # The jobs submitted by the end of this stretch, and only those: the event heap holds
         # what is in flight, not the whole trace (the same run as submitting all at once).

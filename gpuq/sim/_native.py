@@ -23,7 +23,7 @@ __all__ = ["NATIVE_MODULES", "compiled_is_current", "select"]
 #: compiled by setup.py, in import order (each imports only those before it)
 NATIVE_MODULES = (
     "workload", "jobs", "events", "cluster", "queue", "aging", "retired", "fastrules", "convert", "victims",
-    "stops", "simulator",
+    "stops", "preempting", "simulator",
 )  # fmt: skip
 RECORD = "_native.json"
 PURE_ENV = "GPUQ_PURE_PYTHON"

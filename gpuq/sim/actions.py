@@ -32,6 +32,7 @@ from gpuq.sim.jobs import (
     preemption,
     stopped_progress,
 )
+from gpuq.sim.preempting import start_with
 from gpuq.sim.victims import Choice, scan
 from gpuq.timefmt import format_time
 
@@ -136,7 +137,7 @@ def _carry_out(sim: Simulator, job: SimJob, planned: Planned) -> bool:
         return False
     why: Why = for_job(job.id, _PLANNED_WHY)
     choice: Choice = ([(sim.running[v], why) for v in victims], tuple(nodes))
-    return sim.start_with(job, choice)
+    return start_with(sim, job, choice)
 
 
 def exempt(

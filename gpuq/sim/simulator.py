@@ -1,10 +1,12 @@
 """A discrete-event simulator of a shared GPU cluster that schedules with the policy engine.
 
-Pure: no I/O and no clock; time only moves when `run_until` is called. Events sit in one heap
-keyed by (exact time, sequence number), so equal times resolve in a fixed order and a seed always
-gives the same run. After every batch of same-time events one scheduling pass starts jobs in
-queue order (effective priority desc, queued-since, id); a blocked head may preempt as the
-policy engine decides (`gpuq.sim.victims`); lower jobs that fit the free GPUs then backfill.
+Pure: no I/O and no clock; time only moves when `run_until` is called. Events are ordered by
+(exact time, sequence number), so equal times resolve in a fixed order and a seed always gives
+the same run: arrivals submitted in time order wait in a line of their own
+(`events.ArrivalLine`), every other event in one heap. After every batch of same-time events
+one scheduling pass starts jobs in queue order (effective priority desc, queued-since, id); a
+blocked head may preempt as the policy engine decides (`gpuq.sim.victims`); lower jobs that fit
+the free GPUs then backfill.
 With a `sched_interval` the scheduler learns of new submissions only at its periodic passes.
 
 The hot loop stays cheap: victims are only looked for when a preemption is possible at all (the
@@ -16,7 +18,8 @@ are exact events too. Waiting jobs that will start to age are lined up per class
 wake-up in the heap (`gpuq.sim.aging`), not an event each: most start before that moment.
 
 Around it, on the attributes and methods without a leading underscore: `stops` ends runs
-(finished, drained, preempted), `convert` turns the state into model objects, `actions` holds
+(finished, drained, preempted), `preempting` acts on a blocked head's victims, `convert` turns
+the state into model objects, `actions` holds
 the operator actions (an operator's suspension included), `state` saves and restores it;
 `events` defines the event kinds they all share.
 """
@@ -35,7 +38,7 @@ from gpuq.sim import actions, convert, stops
 from gpuq.sim.aging import AgingLines
 from gpuq.sim.cluster import Gpus
 from gpuq.sim.convert import Why
-from gpuq.sim.events import AGE, AGES, ARRIVE, DRAIN, FINISH, GENERATE, PASS, RECHECK, Event
+from gpuq.sim.events import AGE, AGES, ARRIVE, DRAIN, FINISH, GENERATE, PASS, RECHECK, ArrivalLine, Event
 from gpuq.sim.fastrules import FastRules
 from gpuq.sim.gcpause import gc_paused
 from gpuq.sim.jobs import (
@@ -49,9 +52,10 @@ from gpuq.sim.jobs import (
     with_checkpoint_costs,
 )
 from gpuq.sim.planner import Planner, engine_planner
+from gpuq.sim.preempting import try_preempt, watch_overtake
 from gpuq.sim.queue import PendingQueue
 from gpuq.sim.retired import Retired
-from gpuq.sim.victims import Choice, VictimIndex, block, check_against_engine, decide, outranks_nobody, still_blocked
+from gpuq.sim.victims import VictimIndex, block, outranks_nobody, still_blocked
 from gpuq.sim.workload import DEFAULT_CLASSES, ClusterSpec, JobSpec, WorkloadStream
 
 __all__ = ["STATE_VERSION", "LogEntry", "Observer", "Simulator"]
@@ -121,6 +125,7 @@ class Simulator:
         self.gpus = Gpus(self.spec.node_names(), self.spec.gpus_per_node)
         self.nodes = tuple(Node(n, self.spec.gpus_per_node, self.spec.gpu_model) for n in self.gpus.names)
         self.events: list[Event] = []
+        self.arrivals = ArrivalLine()  # (arrivals submitted in time order: outside the heap)
         self.seq = 0
         self.jobs: dict[str, SimJob] = {}  # every job not finished yet, future ones included
         self.running: dict[str, SimJob] = {}  # in start order (the fast path relies on it)
@@ -227,6 +232,8 @@ class Simulator:
                 raise ValueError(f"duplicate job id {s.id!r}")
             seen.add(s.id)
         arrivals: list[Event] = []
+        last = self.arrivals.last_time()
+        in_order = True
         with gc_paused():  # (many new objects, no cycles among them)
             for s in specs:
                 job = SimJob(s)
@@ -235,7 +242,14 @@ class Simulator:
                 jobs[job.id] = job
                 self.seq += 1
                 arrivals.append((job.submit, self.seq, ARRIVE, job, 0))
-            # A few into a large heap: a push each; else one heapify for the lot (linear).
+                if job.submit < last:
+                    in_order = False
+                last = job.submit
+            if in_order:
+                self.arrivals.extend(arrivals)
+                return
+            # Out of time order, into the heap: a few into a large heap a push each; else one
+            # heapify for the lot (linear).
             events = self.events
             if len(arrivals) * 16 < len(events):
                 for arrival in arrivals:
@@ -245,7 +259,11 @@ class Simulator:
                 heapq.heapify(events)
 
     def next_event_time(self) -> float | None:
-        return self.events[0][0] if self.events else None
+        first = min(self.events[0][0] if self.events else _INF, self.arrivals.first_time())
+        return None if first == _INF else first
+
+    def has_events(self) -> bool:
+        return bool(self.events) or len(self.arrivals) > 0
 
     def run(self, max_time: float = _INF) -> int:
         """Run until no events are left (a finite workload) or `max_time`."""
@@ -266,16 +284,31 @@ class Simulator:
 
     def _run_until(self, until: float) -> int:
         events = self.events
+        line = self.arrivals
+        arriving = line.items
         gpus = self.gpus
         pop = heapq.heappop
         processed = 0
         dirty = False
-        while events or dirty:
-            if not events:
+        while True:
+            # The next event: the arrival line's first or the heap's top, whichever comes first.
+            head = line.head
+            early = head < len(arriving)
+            if early:
+                event = arriving[head]
+                if events:
+                    top = events[0]
+                    if top[0] < event[0] or (top[0] == event[0] and top[1] < event[1]):
+                        event, early = top, False
+            elif events:
+                event = events[0]
+            elif dirty:
                 dirty = False
                 self._schedule()  # may start jobs, so add finish events
                 continue
-            t, _, kind, job, ver = events[0]
+            else:
+                break
+            t, _, kind, job, ver = event
             if kind in (FINISH, DRAIN):
                 if job.epoch != ver or job.state != RUNNING:  # type: ignore[union-attr]
                     pop(events)
@@ -305,7 +338,10 @@ class Simulator:
                     break
                 self.idle_gpu_s += gpus.total_free * (t - self.now)
                 self.now = t
-            pop(events)
+            if early:
+                line.head = head + 1
+            else:
+                pop(events)
             processed += 1
             dirty = True
             if kind == FINISH:
@@ -413,7 +449,8 @@ class Simulator:
         if when < _INF:  # (off the sequence numbers: a restored run, its jobs' own events, uses the same)
             heapq.heappush(self.events, (when, -self.age_ver, AGES, None, self.age_ver))
 
-    def _recheck(self, when: float) -> None:
+    def recheck(self, when: float) -> None:
+        """Look at the queue again at `when` (the earliest such look asked for stands)."""
         when = max(when, strictly_after(self.now))  # never at this instant again: no livelock
         if when < self.recheck_at:
             self.recheck_at = when
@@ -434,17 +471,17 @@ class Simulator:
                 return
             placement = gpus.place(head.gpus)
             if placement is not None:
-                self._start(head, placement)
+                self.start(head, placement)
                 continue
             if head.claim:  # waiting for its graceful victims: a job that ages past it goes first
-                self._watch_overtake(head)
+                watch_overtake(self, head)
                 break
             if still_blocked(self, head):
                 break  # known to be stuck as things are
             if outranks_nobody(self, head):
                 block(self, head)  # the common "no" on a busy cluster, without the full check
                 break
-            if not self._try_preempt(head):
+            if not try_preempt(self, head):
                 break
         # Backfill: lower jobs that fit the free GPUs now (the head may still preempt them later).
         per_node = gpus.per_node
@@ -455,9 +492,10 @@ class Simulator:
             placement = gpus.place(job.gpus)
             if placement is None:  # pragma: no cover - best() only offers jobs that fit
                 return
-            self._start(job, placement)
+            self.start(job, placement)
 
-    def _start(self, job: SimJob, placement: list[tuple[int, list[int]]]) -> None:
+    def start(self, job: SimJob, placement: list[tuple[int, list[int]]]) -> None:
+        """Start a queued job on `placement`, GPUs that are free."""
         self.queue.remove(job)
         job.alloc = self.gpus.take(placement)
         if len(placement) == 1:  # (the common case, without building a list)
@@ -506,12 +544,12 @@ class Simulator:
         if job.listed:
             if job.prot < 0 and self.rules.young_at_start:  # (protected now, surely)
                 if self.blocked is not None:  # not a victim before its minimum runtime: ask then
-                    self._recheck(now + self.rules.min_runtime)
+                    self.recheck(now + self.rules.min_runtime)
             elif self.rules.prot_of(job, now) <= now:
                 if not (from_free and self._a_victim_of_the_blocked_head(job)):
                     self.rver += 1
             elif self.blocked is not None:
-                self._recheck(job.prot)
+                self.recheck(job.prot)
         if self.trace is not None:
             self.trace.append((now, "start", job.id, None))
         if self.observer is not None:
@@ -528,46 +566,6 @@ class Simulator:
             return True
         rules = self.rules
         return rules.requester_priority(head, self.now, self.running.values()) - job.rep > rules.delta
-
-    # ---- preemption ------------------------------------------------------------------------
-
-    def _try_preempt(self, head: SimJob) -> bool:
-        """Preempt for a blocked head as the policy engine decides; True when the head started."""
-        if head.claim:
-            return False  # its victims are still saving (graceful)
-        now = self.now
-        choice, unlock = decide(self, head, now)
-        if choice is None and self.check_fast_path:
-            check_against_engine(self, head, now, None)  # "nothing to preempt" must agree too
-        if choice is not None and self.start_with(head, choice):
-            return True
-        if head.claim:  # victims are saving (graceful): their stop is the next moment that matters
-            self.blocked = None
-            self._watch_overtake(head)
-            return False
-        block(self, head)
-        self._watch_overtake(head, unlock)
-        return False
-
-    def _watch_overtake(self, head: SimJob, unlock: float = _INF) -> None:
-        """A pass when a waiting job's priority passes the head's (nothing else may happen then),
-        or at `unlock` if that comes first."""
-        when = min(unlock, self.queue.next_overtake(head, self.now, self.rules.rate_now))
-        if when < _INF:
-            self._recheck(when)
-
-    def start_with(self, head: SimJob, choice: Choice) -> bool:
-        """Preempt `choice`'s victims for `head` and start it on `choice`'s nodes: the scheduler's
-        own choice, or an operator's plan `actions` checked; True when the head started."""
-        victims, nodes = choice
-        mode = self.rules.mode
-        for victim, why in victims:
-            stops.preempt_now(self, victim, mode, head, why)
-        placement = self.gpus.place(head.gpus, nodes)
-        if placement is None:
-            return False
-        self._start(head, placement)
-        return True
 
     # ---- the model (`convert`), and what operator actions (`actions`) call -----------------
 

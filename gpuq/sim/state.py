@@ -123,11 +123,13 @@ def load(raw: Mapping[str, Any], *, policy: Policy = DEFAULT_POLICY, planner: Pl
 
 
 def _pending(sim: Simulator) -> Iterator[Event]:
-    """The events that still stand: the heap's live ones, and each job lined up to start aging
-    as an event of its own (the form a restored simulator takes them back in)."""
+    """The events that still stand: the heap's live ones, the arrivals still in line (never
+    stale), and each job lined up to start aging as an event of its own (the form a restored
+    simulator takes them back in: all in its heap)."""
     for event in sim.events:
         if _live(sim, event):
             yield event
+    yield from sim.arrivals.pending()
     for when, seq, job, ver in sim.aging.entries():
         if job.id in sim.queue.jobs:
             yield (when, seq, AGE, job, ver)
