@@ -11,7 +11,8 @@ from gpuq.model import Job, JobClass, JobState, from_epoch
 from gpuq.policy.config import ClassPolicy, Mode, Policy
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, WorkloadStream, actions, convert
 from gpuq.sim.events import AGE, AGES, Event
-from gpuq.sim.state import dump
+from gpuq.sim.jobs import SimJob
+from gpuq.sim.state import dump, load
 
 from .helpers import check_invariants, step_all
 
@@ -334,6 +335,35 @@ def test_a_batch_with_a_duplicate_id_is_refused_whole(batch: list[JobSpec]) -> N
     sim.submit([_job("N1", 10, 5, 1)])  # the same job alone is fine
     sim.run()
     assert [j.id for j in sim.history] == ["A", "N1"]  # (equal priorities: N1 waits for A)
+
+
+@pytest.mark.parametrize("restore_at", [None, 12.0, 20.0])
+def test_jobs_arrive_in_time_then_submission_order_however_they_were_submitted(restore_at: float | None) -> None:
+    """Batches in time order wait in the arrival line, a batch out of order goes to the event
+    heap: either way jobs arrive by time, then in the order they were submitted; also when
+    the simulator is saved and restored in between (the line's events are saved too)."""
+    arrived: list[tuple[float, str]] = []
+
+    def watch(sim: Simulator) -> None:
+        def seen(step: str, job: SimJob, by: SimJob | None) -> None:
+            if step == "arrive":
+                arrived.append((sim.now, job.id))
+
+        sim.observer = seen
+
+    sim = _sim(Policy(), gpus=8)
+    watch(sim)
+    sim.submit([_job("a", 10, 5, 1), _job("b", 20, 5, 1), _job("c", 20, 5, 1)])  # in time order
+    sim.submit([_job("d", 15, 5, 1), _job("e", 5, 5, 1)])  # not
+    sim.submit([_job("f", 20, 5, 1), _job("g", 30, 5, 1)])  # continues the first
+    assert (len(sim.arrivals), len(sim.events)) == (5, 2)
+    if restore_at is not None:
+        sim.run_until(restore_at)
+        sim = load(json.loads(json.dumps(dump(sim))))
+        watch(sim)
+    sim.run()
+    assert arrived == [(5, "e"), (10, "a"), (15, "d"), (20, "b"), (20, "c"), (20, "f"), (30, "g")]
+    assert [j.id for j in sim.history][-1] == "g"
 
 
 def test_a_new_policy_recounts_the_running_jobs_as_victims() -> None:
