@@ -111,7 +111,7 @@ class Gpus:
 def _first_with(free_n: list[int], k: int) -> int:
     """`free_n.index(k)`: the first node with exactly `k` free GPUs (one is, by `level`). A loop of
     its own so that the compiled module compares the counts as machine integers: `list.index`
-    compares each element through Python's rich comparison, which cost 5% of a replay's time."""
+    compares each element through Python's rich comparison."""
     for i in range(len(free_n)):
         if free_n[i] == k:
             return i

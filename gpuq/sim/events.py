@@ -41,7 +41,7 @@ class ArrivalLine:
     A trace is submitted in time order, a stretch at a time, so its arrivals need no heap: the
     event loop takes the earlier of this line's first event and the heap's top, comparing
     (time, sequence number) as the heap does, so events come in the very same order. Half of
-    a replay's events are arrivals, and a pop from the heap costs a dozen tuple comparisons.
+    a replay's events are arrivals, and a pop from the heap costs a tuple comparison per level.
     A batch that would not continue the line in order goes to the heap instead.
     """
 

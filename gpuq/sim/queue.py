@@ -11,9 +11,9 @@ Entries are invalidated lazily with the job's `qver`.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Iterator
+from heapq import heappop, heappush
 
 from gpuq.model import JobIdKey
 from gpuq.sim.jobs import SimJob, strictly_after
@@ -41,7 +41,7 @@ class _Group:
             job = entry[4]
             if job.qver == entry[3]:
                 return job
-            heapq.heappop(heap)  # stale: the job left the queue or re-entered it
+            heappop(heap)  # stale: the job left the queue or re-entered it
         return None
 
 
@@ -74,9 +74,9 @@ class PendingQueue:
             self.aging_groups += rate > 0
         if rate > 0:
             intercept = static_priority - rate * (job.qs + max_wait) / 60.0
-            heapq.heappush(group.heap, (-intercept, job.qs, job.idkey, job.qver, job))
+            heappush(group.heap, (-intercept, job.qs, job.idkey, job.qver, job))
         else:
-            heapq.heappush(group.heap, (-static_priority, job.qs, job.idkey, job.qver, job))
+            heappush(group.heap, (-static_priority, job.qs, job.idkey, job.qver, job))
 
     def remove(self, job: SimJob) -> None:
         job.qver += 1

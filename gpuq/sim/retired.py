@@ -1,13 +1,14 @@
 """What each ended job leaves for a replay's measures, gathered as it ends (`Simulator.retired`).
 
 Compiled with the event loop (a replay ends every job of its trace; an interpreted call per job
-cost as much as the rest of retiring it): each job is recorded once, into plain float arrays,
-and nothing else of it is kept. `gpuq.replay.metrics` turns them into the replay's figures.
+cost as much as the rest of retiring it): each job is recorded once, its wait into two lists of
+floats (overall and its class's), and nothing else of it is kept. Lists, not `array('d')`:
+compiled, an array's `append` is looked up by name and parses its argument at every call, a
+list's is one C call. `gpuq.replay.metrics` turns them into the replay's figures.
 """
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 
 from gpuq.model import DAY_S, JobClass
@@ -34,8 +35,8 @@ class Retired:
     __slots__ = ("waits", "by_class", "totals", "run_s", "most_per_day", "cancelled", "last_end")
 
     def __init__(self, classes: Sequence[JobClass]) -> None:
-        self.waits = array("d")
-        self.by_class: dict[str, array[float]] = {c.name: array("d") for c in classes}
+        self.waits: list[float] = []
+        self.by_class: dict[str, list[float]] = {c.name: [] for c in classes}
         self.totals: dict[str, float] = dict.fromkeys(self.by_class, 0.0)
         self.run_s = 0.0  # seconds the jobs ran (each job counted once, whatever its GPUs)
         self.most_per_day = 0

@@ -26,10 +26,10 @@ the operator actions (an operator's suspension included), `state` saves and rest
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from heapq import heapify, heappop, heappush  # (compiled, heapq.X looks the name up at every call)
 from typing import Any, Final
 
 from gpuq.model import Job, JobClass, Node, Snapshot
@@ -219,7 +219,7 @@ class Simulator:
     def push(self, when: float, kind: int, job: SimJob | None, ver: int) -> None:
         """Schedule an event of `kind` (`gpuq.sim.events`) at `when`, on the microsecond grid."""
         self.seq += 1
-        heapq.heappush(self.events, (on_grid(when), self.seq, kind, job, ver))
+        heappush(self.events, (on_grid(when), self.seq, kind, job, ver))
 
     def submit(self, spec: JobSpec | Iterable[JobSpec]) -> None:
         """Schedule the arrival of jobs at their submit times (at least `now`). All or nothing: a
@@ -253,10 +253,10 @@ class Simulator:
             events = self.events
             if len(arrivals) * 16 < len(events):
                 for arrival in arrivals:
-                    heapq.heappush(events, arrival)
+                    heappush(events, arrival)
             else:
                 events.extend(arrivals)
-                heapq.heapify(events)
+                heapify(events)
 
     def next_event_time(self) -> float | None:
         first = min(self.events[0][0] if self.events else _INF, self.arrivals.first_time())
@@ -287,7 +287,7 @@ class Simulator:
         line = self.arrivals
         arriving = line.items
         gpus = self.gpus
-        pop = heapq.heappop
+        pop = heappop
         processed = 0
         dirty = False
         while True:
@@ -438,7 +438,7 @@ class Simulator:
         when = on_grid(ages_at)
         self.seq += 1
         if not self.aging.add(job, when, self.seq):  # (out of its class's order: an event of its own)
-            heapq.heappush(self.events, (when, self.seq, AGE, job, job.qver))
+            heappush(self.events, (when, self.seq, AGE, job, job.qver))
         elif when < self.age_wake:
             self._wake_aging(when)
 
@@ -447,7 +447,7 @@ class Simulator:
         self.age_wake = when
         self.age_ver += 1
         if when < _INF:  # (off the sequence numbers: a restored run, its jobs' own events, uses the same)
-            heapq.heappush(self.events, (when, -self.age_ver, AGES, None, self.age_ver))
+            heappush(self.events, (when, -self.age_ver, AGES, None, self.age_ver))
 
     def recheck(self, when: float) -> None:
         """Look at the queue again at `when` (the earliest such look asked for stands)."""
