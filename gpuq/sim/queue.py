@@ -92,7 +92,7 @@ class PendingQueue:
         """
         ep = self._ep
         best: SimJob | None = None
-        best_key: tuple[float, float, JobIdKey] | None = None
+        best_rank = best_qs = 0.0
         for group in self._list:
             if max_single is not None:
                 g = group.gpus
@@ -101,10 +101,16 @@ class PendingQueue:
             job = group.top()
             if job is None:
                 continue
+            # The order (minus the priority, queued since, id), compared a field at a time: the
+            # floats as such, compiled (a tuple of them would be built and compared as objects).
             # A static group's heap key is minus the priority itself; aging ones need the clock.
-            key = (group.heap[0][0] if group.rate == 0 else -ep(job, now), job.qs, job.idkey)
-            if best_key is None or key < best_key:
-                best, best_key = job, key
+            rank = group.heap[0][0] if group.rate == 0 else -ep(job, now)
+            qs = job.qs
+            if (
+                best is None or rank < best_rank
+                or (rank == best_rank and (qs < best_qs or (qs == best_qs and job.idkey < best.idkey)))
+            ):  # fmt: skip
+                best, best_rank, best_qs = job, rank, qs
         return best
 
     def heads(self) -> Iterator[SimJob]:
