@@ -19,9 +19,8 @@ wake-up in the heap (`gpuq.sim.aging`), not an event each: most start before tha
 
 Around it, on the attributes and methods without a leading underscore: `stops` ends runs
 (finished, drained, preempted), `preempting` acts on a blocked head's victims, `convert` turns
-the state into model objects, `actions` holds
-the operator actions (an operator's suspension included), `state` saves and restores it;
-`events` defines the event kinds they all share.
+the state into model objects, `actions` holds the operator actions (an operator's suspension
+included), `state` saves and restores it; `events` defines the event kinds they all share.
 """
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ def scan(sim: Simulator, head: SimJob, head_ep: float, now: float) -> tuple[list
     eligible: list[SimJob] = []
     unlock = _INF
     nearest = _INF  # the lowest priority among those it does not outrank (yet)
-    # (over a list of them: compiled, a step through the dict itself costs ten times as much)
+    # (over a list of them: compiled, each step through the dict itself builds a tuple)
     for job in list(sim.running.values()):
         if not job.listed:  # (saving for a graceful preemption, or of a class not preemptible)
             continue
