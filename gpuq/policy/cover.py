@@ -66,6 +66,20 @@ def search_node(node: str, need: int, eligible: Sequence[Item], best: Best) -> N
         suffix[i] = total
     if total < need:
         return
+    if total == need:
+        # Every victim must go (a whole node, say): the one set that covers, with the pruning
+        # the search below would apply on its way to it, without a call per victim.
+        cost, top, starts = 0.0, -_INF, 0.0
+        for item in items:
+            item_cost = item[0]
+            if cost + item_cost > best.limit + _EPS:
+                return
+            cost += item_cost
+            rep = item[3]
+            top = rep if rep > top else top
+            starts += item[4]
+        _consider(best, items, node, cost, top, starts)
+        return
     chosen: list[Item] = []
 
     # The key's sums and maximum are carried down the recursion (no pass over `chosen` per set).
