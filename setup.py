@@ -1,4 +1,5 @@
-"""Build hook: compile the simulator's event loop with mypyc when a C compiler is at hand, and
+"""Build hook: compile the simulator's event loop (and the exact victim search it shares with the
+policy engine) with mypyc when a C compiler is at hand, and
 carry the console's built-in themes (top-level `themes/*.toml`) into the package.
 
 Everything is declared in pyproject.toml; this file only adds the optional native modules and
@@ -29,10 +30,10 @@ ROOT = Path(__file__).resolve().parent
 
 
 def _load_native() -> Any:
-    """gpuq/sim/_native.py (stdlib only), which checks at run time what this build compiled: the
+    """gpuq/_native.py (stdlib only), which checks at run time what this build compiled: the
     module list and the record's name come from there. Loaded by path: importing the package
     would need gpuq's dependencies, which a build environment does not have."""
-    spec = importlib.util.spec_from_file_location("gpuq_sim_native", ROOT / "gpuq" / "sim" / "_native.py")
+    spec = importlib.util.spec_from_file_location("gpuq_native", ROOT / "gpuq" / "_native.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -40,7 +41,9 @@ def _load_native() -> Any:
 
 
 _native = _load_native()
-NATIVE_MODULES: tuple[str, ...] = _native.NATIVE_MODULES
+NATIVE_MODULES: dict[str, tuple[str, ...]] = _native.NATIVE_MODULES
+#: the group's sources, relative to gpuq/ ("sim/jobs"), as the record names them
+SOURCES = [f"{package}/{name}" for package, names in NATIVE_MODULES.items() for name in names]
 RECORD: str = _native.RECORD
 PURE_ENV: str = _native.PURE_ENV
 
@@ -58,12 +61,12 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:  # no compiler or no Python headers: the sources serve as they are
             print(f"gpuq: simulator not compiled ({exc}); installing the pure-Python modules", file=sys.stderr)
             return
-        record = json.dumps({name: _digest(ROOT / "gpuq" / "sim" / f"{name}.py") for name in NATIVE_MODULES})
+        record = json.dumps({source: _digest(ROOT / "gpuq" / f"{source}.py") for source in SOURCES})
         targets = {Path(self.build_lib)}
         if self.inplace or getattr(self, "editable_mode", False):
             targets.add(ROOT)
         for target in targets:
-            out = target / "gpuq" / "sim" / RECORD
+            out = target / "gpuq" / RECORD
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(record + "\n")
 
@@ -93,7 +96,7 @@ def _native_extensions() -> list[Any]:
         return []
     try:
         extensions: list[Any] = mypycify(
-            [f"gpuq/sim/{name}.py" for name in NATIVE_MODULES], opt_level="3", group_name="gpuq_sim"
+            [f"gpuq/{source}.py" for source in SOURCES], opt_level="3", group_name="gpuq_native"
         )
     except (Exception, SystemExit) as exc:  # mypyc exits on a type error (e.g. a dependency missing)
         print(f"gpuq: simulator not compiled ({exc!r}); installing the pure-Python modules", file=sys.stderr)

@@ -53,8 +53,8 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
 fi
 stamp="$venv/.gpuq-installed${extras:+-$extras}"
-native_stale() {  # the compiled simulator modules no longer match their sources (an edit, a checkout)
-    "$venv/bin/python" - "$repo_root/gpuq/sim" <<'PY' 2>/dev/null
+native_stale() {  # the compiled modules no longer match their sources (an edit, a checkout)
+    "$venv/bin/python" - "$repo_root/gpuq" <<'PY' 2>/dev/null
 import importlib.util, sys
 from pathlib import Path
 folder = Path(sys.argv[1])
@@ -71,6 +71,6 @@ if [ ! -f "$stamp" ] || [ "$repo_root/pyproject.toml" -nt "$stamp" ] || [ "$repo
     "$venv/bin/python" -m compileall -q "$repo_root/gpuq" >/dev/null
     touch "$stamp"
 elif native_stale; then
-    echo "gpuq: simulator sources changed since they were compiled; compiling them again" >&2
+    echo "gpuq: sources of the compiled modules changed since they were compiled; compiling them again" >&2
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$repo_root"
 fi

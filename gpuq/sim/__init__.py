@@ -6,17 +6,17 @@ to simulated time.
 Feed and run a `Simulator`; look at it with `Simulator.snapshot` (`convert` has the other model
 views), act on it with `actions`, save and restore it with `state`.
 
-The event loop's modules may be compiled (setup.py, mypyc); `_native.select` (which reads only
-the package's own files) makes sure a compiled build is used only while it matches the sources.
+The event loop's modules may be compiled (setup.py, mypyc); `gpuq._native.select` (which reads
+only gpuq's own files) makes sure a compiled build is used only while it matches the sources.
 `NATIVE` says which one runs.
 """
 
 from pathlib import Path
 
-from gpuq.sim import _native
+from gpuq import _native
 
 #: True when the compiled simulator modules are in use (False: their Python sources)
-NATIVE = _native.select(__name__, Path(__file__).resolve().parent)
+NATIVE = _native.select("sim", Path(__file__).resolve().parent.parent)
 
 from gpuq.sim.planner import Decision, Planner, engine_planner  # noqa: E402
 from gpuq.sim.simulator import STATE_VERSION, Simulator  # noqa: E402
