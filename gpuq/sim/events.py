@@ -9,12 +9,13 @@ share one definition without importing one another's internals.
 from __future__ import annotations
 
 import math
-from typing import Final
+from typing import Any, Final, cast
 
 from gpuq.sim.jobs import SimJob
 
 __all__ = [
     "AGE", "AGES", "ARRIVE", "DRAIN", "FINISH", "GENERATE", "KIND_NAMES", "PASS", "RECHECK", "ArrivalLine", "Event",
+    "heap_make", "heap_pop", "heap_push",
 ]  # fmt: skip
 
 # Small ints: compared only for equality in the loop; Final, so the compiled loop uses the numbers
@@ -33,6 +34,80 @@ KIND_NAMES: Final = ("arrive", "finish", "age", "drain", "recheck", "generate", 
 
 #: (time, sequence number, kind, job, version): a job's events are stale once its version moved.
 Event = tuple[float, int, int, "SimJob | None", int]
+
+# ---- the event heap: `heapq`'s algorithm, ordered by (time, sequence number) ------------------
+# No two events share both, so this is exactly the order `heapq` gives the tuples. `heapq`
+# compares tuples through the interpreter's generic comparison, an equality test and an order
+# test per level; compiled, these compare two floats (the sequence numbers only on a tie). The
+# entries are handled as tuples of any length (`_Entry`): typed as the five-field `Event`,
+# compiled code would take each apart on reading it and build it anew to store it.
+
+_Entry = tuple[Any, ...]
+
+
+def _sift_down(heap: list[_Entry], start: int, pos: int) -> None:
+    """`heapq._siftdown`: the entry at `pos` moves up towards `start` to its place."""
+    item = heap[pos]
+    t = cast(float, item[0])
+    while pos > start:
+        parent_pos = (pos - 1) >> 1
+        parent = heap[parent_pos]
+        pt = cast(float, parent[0])
+        if t < pt or (t == pt and cast(int, item[1]) < cast(int, parent[1])):
+            heap[pos] = parent
+            pos = parent_pos
+            continue
+        break
+    heap[pos] = item
+
+
+def _sift_up(heap: list[_Entry], pos: int) -> None:
+    """`heapq._siftup(heap, pos)`: the lesser child moves up, down to a leaf; then the entry that
+    was at `pos` moves up from there to its place."""
+    end = len(heap)
+    start = pos
+    item = heap[pos]
+    child = 2 * pos + 1
+    while child < end:
+        right = child + 1
+        if right < end:
+            a = heap[child]
+            b = heap[right]
+            ta = cast(float, a[0])
+            tb = cast(float, b[0])
+            if not (ta < tb or (ta == tb and cast(int, a[1]) < cast(int, b[1]))):
+                child = right
+        heap[pos] = heap[child]
+        pos = child
+        child = 2 * pos + 1
+    heap[pos] = item
+    _sift_down(heap, start, pos)
+
+
+def heap_push(heap: list[Event], event: Event) -> None:
+    """`heapq.heappush` for the event heap."""
+    entries = cast("list[_Entry]", heap)
+    entries.append(event)
+    _sift_down(entries, 0, len(entries) - 1)
+
+
+def heap_pop(heap: list[Event]) -> Event:
+    """`heapq.heappop` for the event heap (IndexError when it is empty)."""
+    entries = cast("list[_Entry]", heap)
+    last = entries.pop()
+    if entries:
+        top = entries[0]
+        entries[0] = last
+        _sift_up(entries, 0)
+        return cast(Event, top)
+    return cast(Event, last)
+
+
+def heap_make(heap: list[Event]) -> None:
+    """`heapq.heapify` for the event heap."""
+    entries = cast("list[_Entry]", heap)
+    for pos in reversed(range(len(entries) // 2)):
+        _sift_up(entries, pos)
 
 
 class ArrivalLine:

@@ -28,12 +28,12 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from heapq import heapify, heappop, heappush  # (compiled, heapq.X looks the name up at every call)
 from typing import Any, Final
 
 from gpuq.model import Job, JobClass, Node, Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.sim import actions, convert, stops
+from gpuq.sim import events as event_heap
 from gpuq.sim.aging import AgingLines
 from gpuq.sim.cluster import Gpus
 from gpuq.sim.convert import Why
@@ -218,7 +218,7 @@ class Simulator:
     def push(self, when: float, kind: int, job: SimJob | None, ver: int) -> None:
         """Schedule an event of `kind` (`gpuq.sim.events`) at `when`, on the microsecond grid."""
         self.seq += 1
-        heappush(self.events, (on_grid(when), self.seq, kind, job, ver))
+        event_heap.heap_push(self.events, (on_grid(when), self.seq, kind, job, ver))
 
     def submit(self, spec: JobSpec | Iterable[JobSpec]) -> None:
         """Schedule the arrival of jobs at their submit times (at least `now`). All or nothing: a
@@ -252,10 +252,10 @@ class Simulator:
             events = self.events
             if len(arrivals) * 16 < len(events):
                 for arrival in arrivals:
-                    heappush(events, arrival)
+                    event_heap.heap_push(events, arrival)
             else:
                 events.extend(arrivals)
-                heapify(events)
+                event_heap.heap_make(events)
 
     def next_event_time(self) -> float | None:
         first = min(self.events[0][0] if self.events else _INF, self.arrivals.first_time())
@@ -286,7 +286,6 @@ class Simulator:
         line = self.arrivals
         arriving = line.items
         gpus = self.gpus
-        pop = heappop
         processed = 0
         dirty = False
         while True:
@@ -309,23 +308,25 @@ class Simulator:
                 break
             t, _, kind, job, ver = event
             if kind in (FINISH, DRAIN):
-                if job.epoch != ver or job.state != RUNNING:  # type: ignore[union-attr]
-                    pop(events)
+                assert job is not None  # (compiled: its fields read as a SimJob's, not by name)
+                if job.epoch != ver or job.state != RUNNING:
+                    event_heap.heap_pop(events)
                     continue
             elif kind == AGE:
-                if job.qver != ver:  # type: ignore[union-attr]
-                    pop(events)
+                assert job is not None
+                if job.qver != ver:
+                    event_heap.heap_pop(events)
                     continue
             elif kind == RECHECK and ver != self.recheck_ver:
-                pop(events)
+                event_heap.heap_pop(events)
                 continue
             elif kind == AGES:
                 if ver != self.age_ver:
-                    pop(events)
+                    event_heap.heap_pop(events)
                     continue
                 due = self.aging.next_due()
                 if due > t:  # the job it woke for started (or was queued anew) since
-                    pop(events)
+                    event_heap.heap_pop(events)
                     self._wake_aging(due)
                     continue
             if t != self.now or t > until:
@@ -340,7 +341,7 @@ class Simulator:
             if early:
                 line.head = head + 1
             else:
-                pop(events)
+                event_heap.heap_pop(events)
             processed += 1
             dirty = True
             if kind == FINISH:
@@ -437,7 +438,7 @@ class Simulator:
         when = on_grid(ages_at)
         self.seq += 1
         if not self.aging.add(job, when, self.seq):  # (out of its class's order: an event of its own)
-            heappush(self.events, (when, self.seq, AGE, job, job.qver))
+            event_heap.heap_push(self.events, (when, self.seq, AGE, job, job.qver))
         elif when < self.age_wake:
             self._wake_aging(when)
 
@@ -446,7 +447,7 @@ class Simulator:
         self.age_wake = when
         self.age_ver += 1
         if when < _INF:  # (off the sequence numbers: a restored run, its jobs' own events, uses the same)
-            heappush(self.events, (when, -self.age_ver, AGES, None, self.age_ver))
+            event_heap.heap_push(self.events, (when, -self.age_ver, AGES, None, self.age_ver))
 
     def recheck(self, when: float) -> None:
         """Look at the queue again at `when` (the earliest such look asked for stands)."""
