@@ -99,11 +99,13 @@ class Gpus:
             self._count(i, -len(idx))
 
     def _count(self, i: int, change: int) -> None:
-        """Node `i` has `change` more free GPUs."""
+        """Node `i` has `change` more free GPUs. (No `x[k] += 1` here or in the other compiled
+        modules: compiled, an augmented assignment to an item goes through the interpreter's
+        generic arithmetic; `x[k] = x[k] + 1` adds machine integers.)"""
         level = self.level
         n = self.free_n[i]
-        level[n] -= 1
-        level[n + change] += 1
+        level[n] = level[n] - 1
+        level[n + change] = level[n + change] + 1
         self.free_n[i] = n + change
         self.total_free += change
 

@@ -86,7 +86,9 @@ class FastRules:
             return self.urgent
         if job.aging:
             info = self.cinfo[job.cls]
-            overdue: float = now - job.qs - info.max_wait  # type: ignore[operator]
+            max_wait = info.max_wait
+            assert max_wait is not None  # (only a class with a max_wait ages)
+            overdue = now - job.qs - max_wait
             if overdue > 0:
                 return job.priority + info.rate * overdue / 60.0
         return float(job.priority)
@@ -135,8 +137,11 @@ class FastRules:
         if exempt_until is not None and exempt_until > now:
             return True
         min_runtime = self.min_runtime
-        if min_runtime > 0 and now - job.run_start < min_runtime:  # type: ignore[operator]
-            return True
+        if min_runtime > 0:
+            start = job.run_start
+            assert start is not None  # (a running job's run has its start)
+            if now - start < min_runtime:
+                return True
         cap = self.cap
         if cap <= 0:
             return False

@@ -23,6 +23,7 @@ __all__ = [
     "PENDING",
     "Preemption",
     "RUNNING",
+    "RepCount",
     "SUSPENDED",
     "SimJob",
     "id_key",
@@ -46,8 +47,19 @@ CANCELLED: Final = "cancelled"
 def id_key(job_id: str) -> JobIdKey:
     """gpuq's one job-id order (`model.job_id_key`), computed once per job. An id of digits alone
     (every trace's and the demo's) gets the kernel's key here, in compiled code: a call into the
-    interpreted kernel per submitted job cost more than the rest of creating the job.
-    tests/sim/test_rule_copies.py checks this copy against the kernel."""
+    interpreted kernel per submitted job cost more than the rest of creating the job. Up to 18
+    ASCII digits, the number is worked out digit by digit in machine integers (`int()` and
+    `str.isdecimal`, looked up by name, cost more than the rest). tests/sim/test_rule_copies.py
+    checks this copy against the kernel."""
+    if 0 < len(job_id) < 19:
+        value = 0
+        for ch in job_id:
+            digit = ord(ch) - 48
+            if digit < 0 or digit > 9:
+                break
+            value = value * 10 + digit
+        else:
+            return ((0, "", value), (-1, job_id, 0))
     if job_id.isdecimal() and len(job_id) < 300:
         return ((0, "", int(job_id)), (-1, job_id, 0))
     return job_id_key(job_id)
@@ -77,6 +89,17 @@ def strictly_after(t: float) -> float:
     while tick / 1e6 <= t:  # (t * 1e6 may round a tick low)
         tick += 1
     return tick / 1e6
+
+
+class RepCount:
+    """How many possible victims run at one effective priority (`victims.VictimIndex`). Each
+    counted job holds its own, so that taking it off the count touches no dictionary (a float
+    key costs a hash and a comparison of two float objects)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
 
 
 class SimJob:
@@ -122,6 +145,7 @@ class SimJob:
         "prot",
         "place",
         "listed",
+        "counted",
         "first_start",
         "save_s",
         "restore_s",
@@ -164,6 +188,7 @@ class SimJob:
         self.prot = 0.0  # when its protections (exemption, min runtime, 24 h cap) end; 0 = none
         self.place: tuple[tuple[int, int], ...] = ()  # (node index, GPUs there) of the current run
         self.listed = False  # counted as a possible victim at `rep` (`victims.VictimIndex.add`)
+        self.counted: RepCount | None = None  # ... there: the count it is in while listed
         self.first_start: float | None = None  # the start of its first run (its queue wait ends)
         # Checkpoint costs of the current run (`Simulator.set_running`; 0.0: free, the common case):
         # each save takes `save_s` after every `ckpt` seconds of work; a restart from saved
@@ -333,8 +358,10 @@ def stopped_progress(job: SimJob, now: float, final_save: bool) -> tuple[float, 
     requeued after a graceful save): (seconds of work kept, seconds of overhead, GPU-seconds
     lost). `final_save`: the job saves once more before it stops (graceful), which costs a
     save taken out of its last work. A restore cut short is lost."""
-    ran = now - job.run_start  # type: ignore[operator]
-    if now < job.run_start + job.restore_s:  # type: ignore[operator]
+    start = job.run_start
+    assert start is not None  # (a stopped run had its start)
+    ran = now - start
+    if now < start + job.restore_s:
         return 0.0, 0.0, job.gpus * ran
     work, _, _ = job.progress(now)
     overhead = ran - work  # (a save in progress too: the job's state is kept all the same)

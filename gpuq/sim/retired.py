@@ -51,7 +51,8 @@ class Retired:
                 wait = 0.0
             self.waits.append(wait)
             self.by_class[job.cls].append(wait)
-            self.totals[job.cls] += wait
+            totals = self.totals
+            totals[job.cls] = totals[job.cls] + wait
         self.run_s += job.gpu_s / job.gpus
         times = job.preempt_times
         if times and len(times) > self.most_per_day:
@@ -74,4 +75,5 @@ class Retired:
                 wait = max(0.0, job.first_start - job.submit)
                 self.waits.append(wait)
                 self.by_class[job.cls].append(wait)
-                self.totals[job.cls] += wait
+                totals = self.totals
+                totals[job.cls] = totals[job.cls] + wait

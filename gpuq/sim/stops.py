@@ -30,7 +30,9 @@ def release(sim: Simulator, job: SimJob) -> None:
 
 def close_run(sim: Simulator, job: SimJob) -> None:
     """Close a job's run; its GPUs stay as they are (`release` frees them)."""
-    used = job.gpus * (sim.now - job.run_start)  # type: ignore[operator]
+    start = job.run_start
+    assert start is not None  # (a run has its start; compiled, the float is then subtracted as such)
+    used = job.gpus * (sim.now - start)
     job.gpu_s += used
     sim.closed_gpu_s += used
     sim.victims.remove(job)

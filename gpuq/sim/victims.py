@@ -29,7 +29,7 @@ from gpuq.model import JobIdKey
 from gpuq.policy.cover import best_single_node
 from gpuq.sim.convert import Why, for_job, model_job, planner_snapshot
 from gpuq.sim.fastrules import FastRules
-from gpuq.sim.jobs import SimJob, strictly_after
+from gpuq.sim.jobs import RepCount, SimJob, strictly_after
 from gpuq.sim.planner import engine_planner
 
 if TYPE_CHECKING:
@@ -79,29 +79,32 @@ class VictimIndex:
     __slots__ = ("count", "reps")
 
     def __init__(self) -> None:
-        self.count: dict[float, int] = {}  # a key is in the heap exactly while it is here
+        self.count: dict[float, RepCount] = {}  # a key is in the heap exactly while it is here
         self.reps: list[float] = []
 
     def add(self, job: SimJob, running: int) -> None:
         """Count a running job at its effective priority (`running`: how many jobs run)."""
         count = self.count
         rep = job.rep
-        n = count.get(rep)
-        if n is None:
-            count[rep] = 1
+        counted = count.get(rep)
+        if counted is None:
+            counted = count[rep] = RepCount()
             heappush(self.reps, rep)
             if len(count) > 4 * running + 64:  # drop priorities nobody holds any more
-                self.count = count = {r: c for r, c in count.items() if c}
+                self.count = count = {r: c for r, c in count.items() if c.count or r == rep}
                 self.reps = list(count)
                 heapify(self.reps)
-        else:
-            count[rep] = n + 1
+        counted.count += 1
+        job.counted = counted
         job.listed = True
 
     def remove(self, job: SimJob) -> None:
         """No longer a possible victim (stopped, saving, or about to be counted anew)."""
         if job.listed:
-            self.count[job.rep] -= 1
+            counted = job.counted
+            assert counted is not None  # (a listed job is counted)
+            counted.count -= 1
+            job.counted = None
             job.listed = False
 
     def lowest(self) -> float | None:
@@ -110,7 +113,7 @@ class VictimIndex:
         count = self.count
         while reps:
             rep = reps[0]
-            if count[rep]:
+            if count[rep].count:
                 return rep
             del count[heappop(reps)]
         return None
@@ -239,9 +242,10 @@ def candidate_nodes(sim: Simulator, eligible: list[SimJob], need_gpus: int, now:
     touched: list[int] = []  # (the nodes with eligible victims: most hold none)
     for job in eligible:
         for i, n in job.place:
-            if not extra[i]:
+            have = extra[i]
+            if not have:
                 touched.append(i)
-            extra[i] += n
+            extra[i] = have + n
     usable = [False] * len(free_n)
     some = False
     for i in touched:
@@ -340,7 +344,7 @@ def greedy_multi_node(sim: Simulator, head: SimJob, eligible: list[SimJob], now:
     free_after = list(gpus.free_n)
     for _, job in picked:
         for i, n in job.place:
-            free_after[i] += n
+            free_after[i] = free_after[i] + n
     nodes: list[str] = []
     total = 0
     for count, name in sorted(zip(free_after, gpus.names, strict=True), key=_emptiest_first):

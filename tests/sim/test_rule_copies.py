@@ -389,7 +389,8 @@ def test_class_info_is_the_policys(name: str) -> None:
 def test_the_job_id_order_is_the_kernels() -> None:
     rng = random.Random(SEED + 4)
     # (Arabic-Indic digits are decimal too: int() reads them, so the key holds their value)
-    ids = ["0", "7", "007", "10", "999", "1000", "9" * 299, "9" * 300, "1" * 400, "12_1", "12_10", "77+1",
+    ids = ["0", "7", "007", "10", "999", "1000", "9" * 18, "9" * 19, "0" * 18, "9" * 299, "9" * 300, "1" * 400,
+           "12_1", "12_10", "77+1", "1٢", "٢1", "12/", "12:",
            "", "a", "job-7", "²", "١٢", " 12", "12 "]  # fmt: skip
     ids += [str(rng.randrange(10 ** rng.randrange(1, 25))) for _ in range(2000)]
     ids += ["".join(rng.choice("0123456789_-ab") for _ in range(rng.randrange(1, 8))) for _ in range(2000)]
