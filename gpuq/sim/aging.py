@@ -16,7 +16,6 @@ moved (it started, or was queued anew), as an event of its own would be.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Iterator
 from typing import Final
 
@@ -30,23 +29,45 @@ _INF: Final = math.inf
 Entry = tuple[float, int, SimJob, int]
 
 
+class _Line:
+    """One class's entries, in order; those before `head` are done with. (A list and an index,
+    not a deque: compiled, a list is read and appended to as such, a deque through method calls
+    looked up by name.)"""
+
+    __slots__ = ("items", "head")
+
+    def __init__(self) -> None:
+        self.items: list[Entry] = []
+        self.head = 0
+
+    def drop_done(self) -> None:
+        """Let the entries done with go, once they are all or most of the list."""
+        items = self.items
+        if self.head == len(items):
+            items.clear()
+            self.head = 0
+        elif self.head > 1024 and 2 * self.head > len(items):
+            del items[: self.head]
+            self.head = 0
+
+
 class AgingLines:
     """Queued jobs in the order they start to age, one line per class."""
 
     __slots__ = ("lines",)
 
     def __init__(self) -> None:
-        self.lines: dict[str, deque[Entry]] = {}
+        self.lines: dict[str, _Line] = {}
 
     def add(self, job: SimJob, when: float, seq: int) -> bool:
         """Line `job` up to start aging at tick `when`; False (nothing lined up) when that comes
         before the last job lined up in its class: the caller gives it an event of its own."""
         line = self.lines.get(job.cls)
         if line is None:
-            line = self.lines[job.cls] = deque()
-        elif line and line[-1][0] > when:
+            line = self.lines[job.cls] = _Line()
+        elif line.head < len(line.items) and line.items[-1][0] > when:
             return False
-        line.append((when, seq, job, job.qver))
+        line.items.append((when, seq, job, job.qver))
         return True
 
     def next_due(self) -> float:
@@ -54,33 +75,41 @@ class AgingLines:
         stale entries at the front of the lines are dropped on the way."""
         due = _INF
         for line in self.lines.values():
-            while line:
-                when, _, job, ver = line[0]
+            items = line.items
+            head = line.head
+            while head < len(items):
+                when, _, job, ver = items[head]
                 if job.qver == ver:
                     if when < due:
                         due = when
                     break
-                line.popleft()
+                head += 1
+            line.head = head
+            line.drop_done()
         return due
 
     def pop_due(self, now: float) -> list[SimJob]:
         """The jobs still waiting that start to age at or before `now`, out of the lines."""
         due: list[SimJob] = []
         for line in self.lines.values():
-            while line:
-                when, _, job, ver = line[0]
+            items = line.items
+            head = line.head
+            while head < len(items):
+                when, _, job, ver = items[head]
                 if job.qver != ver:
-                    line.popleft()
+                    head += 1
                 elif when <= now:
-                    line.popleft()
+                    head += 1
                     due.append(job)
                 else:
                     break
+            line.head = head
+            line.drop_done()
         return due
 
     def entries(self) -> Iterator[Entry]:
         """Every entry still standing (saved state writes them as events of their own)."""
         for line in self.lines.values():
-            for entry in line:
+            for entry in line.items[line.head :]:
                 if entry[2].qver == entry[3]:
                     yield entry

@@ -50,7 +50,8 @@ class PendingQueue:
 
     def __init__(self, ep: EpFn) -> None:
         self._ep = ep
-        self._groups: dict[tuple[int, float], _Group] = {}
+        self._groups: dict[tuple[int, float], _Group] = {}  # by (GPUs, rate); rate 0 in `_static`
+        self._static: dict[int, _Group] = {}  # rate 0, by GPUs: most pushes, and no tuple key to hash
         self._list: list[_Group] = []
         self.aging_groups = 0
         self.jobs: dict[str, SimJob] = {}
@@ -66,12 +67,18 @@ class PendingQueue:
         if renew:
             job.qver += 1
         self.jobs[job.id] = job
-        key = (job.gpus, rate)
-        group = self._groups.get(key)
-        if group is None:
-            group = self._groups[key] = _Group(job.gpus, rate)
-            self._list.append(group)
-            self.aging_groups += rate > 0
+        if rate == 0.0:
+            group = self._static.get(job.gpus)
+            if group is None:
+                group = self._static[job.gpus] = _Group(job.gpus, 0.0)
+                self._list.append(group)
+        else:
+            key = (job.gpus, rate)
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = _Group(job.gpus, rate)
+                self._list.append(group)
+                self.aging_groups += rate > 0
         if rate > 0:
             intercept = static_priority - rate * (job.qs + max_wait) / 60.0
             heappush(group.heap, (-intercept, job.qs, job.idkey, job.qver, job))

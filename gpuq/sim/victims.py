@@ -379,7 +379,8 @@ def still_blocked(sim: Simulator, head: SimJob) -> bool:
     has started since that may be a victim now, and — for a single-node request — no node
     where jobs stopped since can hold it now with its possible victims (the other nodes
     could not then and have not changed; their protections' ends are rechecks)."""
-    if (head.id, head.qver, sim.rver) != sim.blocked:
+    told = sim.blocked  # (compared a field at a time: a tuple built to compare goes through the interpreter)
+    if told is None or told[1] != head.qver or told[2] != sim.rver or told[0] != head.id:
         return False
     blocked = not sim.freed or (sim.fast_path and not freed_node_holds(sim, head))
     if blocked:
