@@ -87,7 +87,14 @@ def test_sacct_with_qos_ids_equals_sacct_with_names() -> None:
     lab.wait_for(lambda: job not in lab.states(), 60, f"job {job} to finish")
     until = time.time() + 1
     lab.wait_for(lambda: any(j.id == job for j in backend.history(until - 86400, until)), 60, "its sacct record")
-    by_id = backend.history(until - 86400, until)
-    by_name = _names_only().history(until - 86400, until)
+    # Earlier tests' records may still be settling in slurmdbd (a job preempted and cancelled
+    # moments ago): compare reads between which nothing changed, read by id again to know.
+    settle_by = time.monotonic() + 60
+    while True:
+        by_id = backend.history(until - 86400, until)
+        by_name = _names_only().history(until - 86400, until)
+        if by_id == backend.history(until - 86400, until) or time.monotonic() > settle_by:
+            break
+        time.sleep(1)
     assert by_id == by_name
     assert [j.job_class for j in by_id if j.id == job] == ["urgent"]  # (an id read as a name would not say so)
