@@ -1,5 +1,6 @@
-"""The policy model: its configuration, the rule kernel, the engine that plans preemptions and
-the explanations.
+"""The policy model: its configuration (`config`), the rule kernel (`rules`), the engine that
+plans preemptions and gives a reason for each candidate (`engine`, `plan`, `pruning`), the
+queue's order (`order`) and the exact victim search (`cover`).
 
 `cover`, the exact victim search the engine shares with the simulator, may be compiled with the
 simulator (setup.py, mypyc); `gpuq._native.select` makes sure a compiled build is used only while
