@@ -144,7 +144,6 @@ class SimJob:
         "rep",
         "prot",
         "place",
-        "listed",
         "counted",
         "first_start",
         "save_s",
@@ -187,8 +186,8 @@ class SimJob:
         self.rep = 0.0  # effective priority while running
         self.prot = 0.0  # when its protections (exemption, min runtime, 24 h cap) end; 0 = none
         self.place: tuple[tuple[int, int], ...] = ()  # (node index, GPUs there) of the current run
-        self.listed = False  # counted as a possible victim at `rep` (`victims.VictimIndex.add`)
-        self.counted: RepCount | None = None  # ... there: the count it is in while listed
+        # the count it is in as a possible victim at `rep` (`victims.VictimIndex.add`); None: no victim
+        self.counted: RepCount | None = None
         self.first_start: float | None = None  # the start of its first run (its queue wait ends)
         # Checkpoint costs of the current run (`Simulator.set_running`; 0.0: free, the common case):
         # each save takes `save_s` after every `ckpt` seconds of work; a restart from saved

@@ -541,7 +541,7 @@ class Simulator:
         # A victim of the blocked head already, on GPUs that were free when it was refused, gives
         # it no more room than those free GPUs did (and stays a victim: unprotected, at a fixed
         # priority), so the "no" stands then too.
-        if job.listed:
+        if job.counted is not None:  # (a possible victim)
             if job.prot < 0 and self.rules.young_at_start:  # (protected now, surely)
                 if self.blocked is not None:  # not a victim before its minimum runtime: ask then
                     self.recheck(now + self.rules.min_runtime)

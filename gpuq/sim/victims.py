@@ -96,16 +96,13 @@ class VictimIndex:
                 heapify(self.reps)
         counted.count += 1
         job.counted = counted
-        job.listed = True
 
     def remove(self, job: SimJob) -> None:
         """No longer a possible victim (stopped, saving, or about to be counted anew)."""
-        if job.listed:
-            counted = job.counted
-            assert counted is not None  # (a listed job is counted)
+        counted = job.counted
+        if counted is not None:
             counted.count -= 1
             job.counted = None
-            job.listed = False
 
     def lowest(self) -> float | None:
         """The lowest effective priority among possible victims (None: there are none)."""
@@ -178,7 +175,7 @@ def scan(sim: Simulator, head: SimJob, head_ep: float, now: float) -> tuple[list
     nearest = _INF  # the lowest priority among those it does not outrank (yet)
     # (over a list of them: compiled, each step through the dict itself builds a tuple)
     for job in list(sim.running.values()):
-        if not job.listed:  # (saving for a graceful preemption, or of a class not preemptible)
+        if job.counted is None:  # (saving for a graceful preemption, or of a class not preemptible)
             continue
         job_ep = job.rep
         if not head_ep - job_ep > delta:
@@ -214,7 +211,7 @@ def cheapest_single(sim: Simulator, head_ep: float, now: float) -> tuple[SimJob,
         if early and best is not None and lw * (now - start) > best_cost + _NEAR:
             break
         job_ep = job.rep
-        if not job.listed or not head_ep - job_ep > delta:
+        if job.counted is None or not head_ep - job_ep > delta:
             continue
         if (job.prot if job.prot >= 0 else sim.rules.prot_of(job, now)) > now:
             continue
@@ -406,7 +403,7 @@ def freed_node_holds(sim: Simulator, head: SimJob) -> bool:
     for i in sim.freed:
         room = free_n[i]
         for job, n in sim.on_node[i].items():
-            if job.listed and head_ep - job.rep > delta and sim.rules.prot_of(job, now) <= now:
+            if job.counted is not None and head_ep - job.rep > delta and sim.rules.prot_of(job, now) <= now:
                 room += n
         if room >= need:
             return True
