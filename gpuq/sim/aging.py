@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterator
 from typing import Final
 
+from gpuq.sim.events import let_taken_go
 from gpuq.sim.jobs import SimJob
 
 __all__ = ["AgingLines", "Entry"]
@@ -39,16 +40,6 @@ class _Line:
     def __init__(self) -> None:
         self.items: list[Entry] = []
         self.head = 0
-
-    def drop_done(self) -> None:
-        """Let the entries done with go, once they are all or most of the list."""
-        items = self.items
-        if self.head == len(items):
-            items.clear()
-            self.head = 0
-        elif self.head > 1024 and 2 * self.head > len(items):
-            del items[: self.head]
-            self.head = 0
 
 
 class AgingLines:
@@ -84,8 +75,7 @@ class AgingLines:
                         due = when
                     break
                 head += 1
-            line.head = head
-            line.drop_done()
+            line.head = let_taken_go(items, head)
         return due
 
     def pop_due(self, now: float) -> list[SimJob]:
@@ -103,8 +93,7 @@ class AgingLines:
                     due.append(job)
                 else:
                     break
-            line.head = head
-            line.drop_done()
+            line.head = let_taken_go(items, head)
         return due
 
     def entries(self) -> Iterator[Entry]:

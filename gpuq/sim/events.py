@@ -15,7 +15,7 @@ from gpuq.sim.jobs import SimJob
 
 __all__ = [
     "AGE", "AGES", "ARRIVE", "DRAIN", "FINISH", "GENERATE", "KIND_NAMES", "PASS", "RECHECK", "ArrivalLine", "Event",
-    "heap_make", "heap_pop", "heap_push",
+    "heap_make", "heap_pop", "heap_push", "let_taken_go",
 ]  # fmt: skip
 
 # Small ints: compared only for equality in the loop; Final, so the compiled loop uses the numbers
@@ -110,6 +110,18 @@ def heap_make(heap: list[Event]) -> None:
         _sift_up(entries, pos)
 
 
+def let_taken_go(items: list[Any], head: int) -> int:
+    """For a list read from the front by moving an index (`head`: the first entry still to come):
+    let the entries taken go once they are all, or most, of the list; returns the new index."""
+    if head == len(items):
+        items.clear()
+        return 0
+    if head > 1024 and 2 * head > len(items):
+        del items[:head]
+        return 0
+    return head
+
+
 class ArrivalLine:
     """Arrival events submitted in time order, waiting outside the event heap.
 
@@ -135,11 +147,8 @@ class ArrivalLine:
     def extend(self, batch: list[Event]) -> None:
         """Line up `batch`: in (time, sequence number) order, its first no earlier than
         `last_time()` and its sequence numbers above any in the line (the caller makes sure)."""
-        items = self.items
-        if self.head > 1024 and 2 * self.head > len(items):  # (the events taken: let them go)
-            del items[: self.head]
-            self.head = 0
-        items.extend(batch)
+        self.head = let_taken_go(self.items, self.head)
+        self.items.extend(batch)
 
     def first_time(self) -> float:
         """When the next arrival in the line comes (inf: none)."""
