@@ -219,7 +219,7 @@ def _hold(sim: Simulator, job: SimJob, why: str) -> None:
         sim.overhead_gpu_s += job.gpus * overhead
     else:
         job.done += now - job.run_start  # type: ignore[operator]
-    job.preempt_times.append(now)
+    job.preempt_times = (*job.preempt_times, now)
     sim.preemptions += 1
     if sim.trace is not None:
         sim.trace.append((now, "preempt", job.id, None))

@@ -20,6 +20,7 @@ __all__ = [
     "CANCELLED",
     "COMPLETED",
     "FUTURE",
+    "NO_GPUS",
     "PENDING",
     "Preemption",
     "RUNNING",
@@ -89,6 +90,11 @@ def strictly_after(t: float) -> float:
     while tick / 1e6 <= t:  # (t * 1e6 may round a tick low)
         tick += 1
     return tick / 1e6
+
+
+#: the allocation of every job that holds no GPUs, one shared dict: a job's allocation is
+#: replaced whole, never changed in place, so no job needs an empty dict of its own
+NO_GPUS: Final[dict[str, list[int]]] = {}
 
 
 class RepCount:
@@ -169,8 +175,8 @@ class SimJob:
         self.done = 0.0
         self.run_start: float | None = None
         self.end: float | None = None
-        self.alloc: dict[str, list[int]] = {}
-        self.preempt_times: list[float] = []
+        self.alloc = NO_GPUS  # (replaced whole, never changed in place: `Gpus.take` gives a new one)
+        self.preempt_times: tuple[float, ...] = ()  # (a new tuple per preemption: few jobs have any)
         self.last_ckpt: float | None = None
         self.exempt_until: float | None = None
         self.epoch = 0  # bumped on every start/stop: stale finish and drain events are skipped
@@ -180,7 +186,7 @@ class SimJob:
         self.gpu_s = 0.0  # GPU-seconds held (closed runs)
         self.lost_s = 0.0  # GPU-seconds of work lost to preemption
         self.drain_until: float | None = None  # graceful preemption: signalled, saving until then
-        self.claim: list[str] = []  # victims draining for this job
+        self.claim: tuple[str, ...] = ()  # victims draining for this job
         self.claimed_by: str | None = None
         # Victim numbers of the current run, fixed at its start (`Simulator.arm`); not saved.
         self.rep = 0.0  # effective priority while running
@@ -248,6 +254,8 @@ class SimJob:
         "state", "done", "run_start", "end", "alloc", "preempt_times", "last_ckpt", "exempt_until", "epoch",
         "qver", "hver", "aging", "gpu_s", "lost_s", "drain_until", "claim", "claimed_by",
     )  # fmt: skip
+    #: saved as JSON lists and objects, and read back by `from_dict` into their own types
+    _CONVERTED: ClassVar[frozenset[str]] = frozenset({"alloc", "preempt_times", "claim"})
     #: saved too, with the value a state saved before they existed stands for
     _NEWER_FIELDS: ClassVar[tuple[tuple[str, Any], ...]] = (
         ("first_start", None), ("save_s", 0.0), ("restore_s", 0.0), ("overhead_s", 0.0),
@@ -266,15 +274,16 @@ class SimJob:
     def from_dict(cls, raw: Mapping[str, Any]) -> SimJob:
         job = cls(JobSpec(str(raw["id"]), 0.0, 0.0))  # (a compiled class has no bare __new__)
         for name in cls._FIELDS:
-            setattr(job, name, raw[name])
+            if name not in cls._CONVERTED:
+                setattr(job, name, raw[name])
         for name, default in cls._NEWER_FIELDS:
             setattr(job, name, raw.get(name, default))
         job.idkey = id_key(job.id)
         job.rep = job.prot = 0.0
         job.place = ()
         job.alloc = {str(node): [int(i) for i in idx] for node, idx in raw["alloc"].items()}
-        job.preempt_times = [float(t) for t in raw["preempt_times"]]
-        job.claim = [str(v) for v in raw["claim"]]
+        job.preempt_times = tuple([float(t) for t in raw["preempt_times"]])
+        job.claim = tuple([str(v) for v in raw["claim"]])
         return job
 
 

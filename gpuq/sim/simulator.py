@@ -528,7 +528,7 @@ class Simulator:
                 victim = self.jobs.get(victim_id)
                 if victim is not None:
                     victim.claimed_by = None
-            job.claim = []
+            job.claim = ()
         self.push(now + remaining, FINISH, job, job.epoch)
         self.running[job.id] = job
         for i, n in job.place:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from gpuq.policy.config import Mode
 from gpuq.sim.convert import Why
 from gpuq.sim.events import DRAIN
-from gpuq.sim.jobs import CANCELLED, COMPLETED, PENDING, SimJob, preemption, stopped_progress
+from gpuq.sim.jobs import CANCELLED, COMPLETED, NO_GPUS, PENDING, SimJob, preemption, stopped_progress
 
 if TYPE_CHECKING:
     from gpuq.sim.simulator import Simulator
@@ -24,7 +24,7 @@ __all__ = ["add_overhead", "close_run", "drained", "finish", "preempt_now", "rel
 def release(sim: Simulator, job: SimJob) -> None:
     """Free a job's GPUs and close its run."""
     sim.gpus.release(job.alloc)
-    job.alloc = {}
+    job.alloc = NO_GPUS
     close_run(sim, job)
 
 
@@ -50,7 +50,7 @@ def close_run(sim: Simulator, job: SimJob) -> None:
     if job.claimed_by is not None:
         claimant = sim.jobs.get(job.claimed_by)
         if claimant is not None and job.id in claimant.claim:
-            claimant.claim.remove(job.id)
+            claimant.claim = tuple([c for c in claimant.claim if c != job.id])
         job.claimed_by = None
 
 
@@ -117,7 +117,7 @@ def preempt_now(sim: Simulator, job: SimJob, mode: Mode, by: SimJob | None, why:
     now = sim.now
     rules = sim.rules
     effect = preemption(job, mode, now, rules.grace, rules.default_ckpt)
-    job.preempt_times.append(now)
+    job.preempt_times = (*job.preempt_times, now)
     sim.preemptions += 1
     if sim.trace is not None:
         sim.trace.append((now, "preempt", job.id, by.id if by else None))
@@ -132,7 +132,7 @@ def preempt_now(sim: Simulator, job: SimJob, mode: Mode, by: SimJob | None, why:
         sim.push(effect.grace_until, DRAIN, job, job.epoch)
         if by is not None:
             job.claimed_by = by.id
-            by.claim.append(job.id)
+            by.claim = (*by.claim, job.id)
     else:
         job.lost_s += effect.lost
         sim.lost_gpu_s += effect.lost

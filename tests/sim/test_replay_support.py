@@ -46,7 +46,7 @@ def test_every_ended_job_is_handed_over_once_with_its_first_start() -> None:
         sim.run()
         assert sorted(j.id for j in ended) == ["a", "b"]
         victim = next(j for j in ended if j.id == "a")
-        assert victim.state == state and victim.first_start == 0.0 and victim.preempt_times == [1000.0]
+        assert victim.state == state and victim.first_start == 0.0 and victim.preempt_times == (1000.0,)
 
 
 def test_the_observer_sees_each_step_in_order() -> None:
