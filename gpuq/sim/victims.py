@@ -26,7 +26,7 @@ from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, Final
 
 from gpuq.model import JobIdKey
-from gpuq.policy.cover import best_single_node
+from gpuq.policy.cover import Item, best_single_node
 from gpuq.sim.convert import Why, for_job, model_job, planner_snapshot
 from gpuq.sim.fastrules import FastRules
 from gpuq.sim.jobs import RepCount, SimJob, strictly_after
@@ -57,8 +57,9 @@ _INF: Final = math.inf
 
 #: Victims for a blocked head, each with why, and the nodes the head should start on.
 Choice = tuple[list[tuple[SimJob, Why]], tuple[str, ...]]
-#: Per candidate node index, its eligible victims as (cost, GPUs on the node, job).
-PerNode = dict[int, list[tuple[float, int, SimJob]]]
+#: Per node index, its eligible victims as (cost, GPUs on the node, job); None on a node that
+#: cannot hold the head (a list by index: a dict keyed by node boxes and hashes every index).
+PerNode = list[list[tuple[float, int, SimJob]] | None]
 
 #: The most ticks `crossing` steps from the straight line's moment (it is a few ticks off at most;
 #: a priority too large for a tick to move it can take more: then a later look settles it).
@@ -233,9 +234,11 @@ def _per_gpu_cost(item: tuple[float, int, SimJob]) -> float:
 def candidate_nodes(sim: Simulator, eligible: list[SimJob], need_gpus: int, now: float) -> tuple[list[int], PerNode]:
     """Nodes that can hold the optimum: enough eligible GPUs, and a cost lower bound (the
     engine's own: missing GPUs × cheapest cost per GPU) no higher than the best greedy plan.
-    Also, per node, its eligible victims as (cost, GPUs on the node, job)."""
+    Also, per node that has enough eligible GPUs, its eligible victims as (cost, GPUs on the
+    node, job)."""
     free_n = sim.gpus.free_n
-    extra = [0] * len(free_n)
+    count = len(free_n)
+    extra = [0] * count
     touched: list[int] = []  # (the nodes with eligible victims: most hold none)
     for job in eligible:
         for i, n in job.place:
@@ -243,65 +246,81 @@ def candidate_nodes(sim: Simulator, eligible: list[SimJob], need_gpus: int, now:
             if not have:
                 touched.append(i)
             extra[i] = have + n
-    usable = [False] * len(free_n)
-    some = False
-    for i in touched:
-        if free_n[i] + extra[i] >= need_gpus:
-            usable[i] = some = True
-    if not some:
-        return [], {}
+    usable = [i for i in touched if free_n[i] + extra[i] >= need_gpus]
+    if not usable:
+        return [], []
+    fits = [False] * count
+    for i in usable:
+        fits[i] = True
     rules = sim.rules
-    per_node: PerNode = {}
+    per_node: PerNode = [None] * count
     for job in eligible:
         cost = -1.0
         for i, n in job.place:
-            if usable[i]:
+            if fits[i]:
                 if cost < 0:  # costs only for jobs that matter
                     cost = rules.cost(job, now)
-                listed = per_node.get(i)
+                listed = per_node[i]
                 if listed is None:
                     per_node[i] = [(cost, n, job)]
                 else:
                     listed.append((cost, n, job))
-    lowers: list[tuple[float, int]] = []
-    for i, items in per_node.items():
+    # A node can hold the optimum only if its lower bound is within the cheapest greedy plan of
+    # any node (`best_upper`; every plan costs at least its node's bound). Any order of looking
+    # finds that cheapest plan while it skips the nodes whose bound is above the best so far:
+    # the node of the least bound first, the others as they come (no sort of the bounds).
+    lowers: list[float] = []
+    first, first_lower = usable[0], _INF
+    for i in usable:
+        items = per_node[i]
+        assert items is not None  # (every usable node holds an eligible victim)
         cheapest = items[0]  # (the first of the least cost per GPU)
         for item in items:
             if item[0] / item[1] < cheapest[0] / cheapest[1]:
                 cheapest = item
-        lowers.append(((need_gpus - free_n[i]) * cheapest[0] / cheapest[1], i))
-    # The greedy plan's cost only on nodes whose lower bound is within the best plan found so
-    # far: a node beyond it costs at least its bound, so it can neither lower the best plan nor
-    # stay (most nodes are never sorted).
-    lowers.sort()
-    best_upper = _INF
-    for lower, i in lowers:
-        if lower > best_upper + _SLACK:
+        lower = (need_gpus - free_n[i]) * cheapest[0] / cheapest[1]
+        lowers.append(lower)
+        if lower < first_lower:
+            first, first_lower = i, lower
+    first_items = per_node[first]
+    assert first_items is not None
+    best_upper = _greedy_upper(first_items, need_gpus - free_n[first])
+    for k, i in enumerate(usable):
+        if i != first and lowers[k] <= best_upper + _SLACK:
+            items = per_node[i]
+            assert items is not None
+            upper = _greedy_upper(items, need_gpus - free_n[i])
+            if upper < best_upper:
+                best_upper = upper
+    bound = best_upper + _SLACK
+    return sorted([i for k, i in enumerate(usable) if lowers[k] <= bound]), per_node
+
+
+def _greedy_upper(items: list[tuple[float, int, SimJob]], need: int) -> float:
+    """The cost of the greedy plan on one node: its victims in order of cost per GPU (`items`
+    sorted so, in place) until `need` GPUs are freed."""
+    if len(items) > 1:
+        items.sort(key=_per_gpu_cost)
+    upper, freed = 0.0, 0
+    for cost, n, _ in items:
+        if freed >= need:
             break
-        items = per_node[i]
-        if len(items) > 1:
-            items.sort(key=_per_gpu_cost)
-        need = need_gpus - free_n[i]
-        upper, freed = 0.0, 0
-        for cost, n, _ in items:
-            if freed >= need:
-                break
-            upper += cost
-            freed += n
-        if upper < best_upper:
-            best_upper = upper
-    return sorted([i for lower, i in lowers if lower <= best_upper + _SLACK]), per_node
+        upper += cost
+        freed += n
+    return upper
 
 
 def exact_single_node(sim: Simulator, head: SimJob, nodes: list[int], per_node: PerNode, now: float) -> Choice | None:
     """The engine's single-node choice (`cover.best_single_node`) on plain numbers."""
     gpus = sim.gpus
-    found = best_single_node(
-        (gpus.names[i], head.gpus - gpus.free_n[i],
-         [(cost, job.idkey, n, job.rep, job.run_start, job.id)  # type: ignore[misc]
-          for cost, n, job in per_node[i]])
-        for i in nodes
-    )  # fmt: skip
+    candidates: list[tuple[str, int, list[Item]]] = []
+    for i in nodes:
+        there = per_node[i]
+        assert there is not None  # (`candidate_nodes` lists its victims on every node it names)
+        victims: list[Item] = [(cost, job.idkey, n, job.rep, job.run_start, job.id)  # type: ignore[misc]
+                               for cost, n, job in there]  # fmt: skip
+        candidates.append((gpus.names[i], head.gpus - gpus.free_n[i], victims))
+    found = best_single_node(candidates)
     choice: Choice | None = None
     if found is not None:
         items, node = found
