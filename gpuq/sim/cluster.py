@@ -27,6 +27,9 @@ class Gpus:
         #: how many nodes have exactly k free GPUs, k = 0 … per_node (best fit without a scan)
         self.level = [0] * (gpus_per_node + 1)
         self.level[gpus_per_node] = len(self.names)
+        #: per k, an index no later than the first node with exactly k free GPUs (`_first_with`
+        #: starts there: a best-fit placement would otherwise look through every node before it)
+        self.first = [0] * (gpus_per_node + 1)
         self.total_free = gpus_per_node * len(self.names)
         self.capacity = self.total_free
 
@@ -48,14 +51,16 @@ class Gpus:
             return None  # the common case on a busy cluster: answer before looking at nodes
         free_n = self.free_n
         if gpus <= self.per_node:
-            for name in prefer:
-                i = self.index.get(name)
-                if i is not None and free_n[i] >= gpus:
-                    return [(i, self.free[i][:gpus])]
+            if prefer:  # (most placements prefer no node: no iterator over an empty sequence)
+                for name in prefer:
+                    i = self.index.get(name)
+                    if i is not None and free_n[i] >= gpus:
+                        return [(i, self.free[i][:gpus])]
             level = self.level
             for k in range(gpus, self.per_node + 1):  # the fewest free GPUs that fit, the first such node
                 if level[k]:
-                    i = _first_with(free_n, k)
+                    i = _first_with(free_n, k, self.first[k])
+                    self.first[k] = i
                     return [(i, self.free[i][:gpus])]
             return None
         if self.total_free < gpus:
@@ -104,17 +109,21 @@ class Gpus:
         generic arithmetic; `x[k] = x[k] + 1` adds machine integers.)"""
         level = self.level
         n = self.free_n[i]
+        m = n + change
         level[n] = level[n] - 1
-        level[n + change] = level[n + change] + 1
-        self.free_n[i] = n + change
+        level[m] = level[m] + 1
+        if i < self.first[m]:
+            self.first[m] = i
+        self.free_n[i] = m
         self.total_free += change
 
 
-def _first_with(free_n: list[int], k: int) -> int:
-    """`free_n.index(k)`: the first node with exactly `k` free GPUs (one is, by `level`). A loop of
-    its own so that the compiled module compares the counts as machine integers: `list.index`
-    compares each element through Python's rich comparison."""
-    for i in range(len(free_n)):
+def _first_with(free_n: list[int], k: int, start: int) -> int:
+    """`free_n.index(k, start)`: the first node from `start` on with exactly `k` free GPUs (one is,
+    by `level`, and none before `start`, by `Gpus.first`). A loop of its own so that the compiled
+    module compares the counts as machine integers: `list.index` compares each element through
+    Python's rich comparison."""
+    for i in range(start, len(free_n)):
         if free_n[i] == k:
             return i
     raise ValueError(f"no node has {k} free GPUs")
