@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from gpuq.model import JobState
 from gpuq.sim import Simulator
+from gpuq.sim.jobs import NO_GPUS
 
 
 def check_invariants(sim: Simulator) -> None:
-    """No GPU double-booked, allocations match requests, GPU-time conserved."""
+    """No GPU double-booked, allocations match requests, GPU-time conserved; the allocation that
+    jobs without GPUs share is still empty (nothing changed a job's allocation in place)."""
+    assert NO_GPUS == {}, NO_GPUS
     snap = sim.snapshot()
     per_node = {n.name: n.gpus for n in snap.nodes}
     held: set[tuple[str, int | None]] = set()
