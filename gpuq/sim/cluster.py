@@ -66,10 +66,22 @@ class Gpus:
         if self.total_free < gpus:
             return None
         preferred = [self.index[p] for p in prefer if p in self.index]
-        rest = sorted((i for i in range(len(free_n)) if i not in preferred), key=lambda i: (-free_n[i], i))
+        # The other nodes with free GPUs, the emptiest first, then by index: one list per count of
+        # free GPUs, filled in index order (a sort keyed on (-free, index) builds a tuple per node
+        # and compares them as objects).
+        is_preferred = [False] * len(free_n)
+        for i in preferred:
+            is_preferred[i] = True
+        by_free: list[list[int]] = [[] for _ in range(self.per_node + 1)]
+        for i in range(len(free_n)):
+            if free_n[i] and not is_preferred[i]:
+                by_free[free_n[i]].append(i)
+        order = preferred
+        for k in range(self.per_node, 0, -1):
+            order.extend(by_free[k])
         placement: Placement = []
         need = gpus
-        for i in preferred + rest:
+        for i in order:
             if need == 0:
                 break
             take = min(need, free_n[i])

@@ -1,6 +1,7 @@
-"""`Gpus` placement against a plain reference: best fit (the node with the fewest free GPUs that
-still fit, ties to the first node), the lowest free indexes, over random takes and releases.
-`Gpus.first` lets the scan start late; a wrong start would pick a later node than the reference."""
+"""`Gpus` placement against a plain reference over random takes and releases: preferred nodes
+first (an unknown name ignored); then best fit (the node with the fewest free GPUs that still
+fit, ties to the first node) or, beyond one node, the emptiest nodes first; the lowest free
+indexes. `Gpus.first` lets the best-fit scan start late: a wrong start would pick a later node."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import pytest
 from gpuq.sim.cluster import Gpus, Placement
 
 
-def _reference(free: list[list[int]], gpus: int, per_node: int) -> Placement | None:
-    """Best fit for one node's worth or less; the emptiest nodes first (then by index) beyond."""
+def _reference(free: list[list[int]], gpus: int, per_node: int, prefer: list[int]) -> Placement | None:
+    """The first preferred node that fits, else best fit, for one node's worth or less; beyond,
+    the preferred nodes in their order, then the emptiest (then by index)."""
     if gpus > sum(len(f) for f in free):
         return None
     if gpus <= per_node:
+        for i in prefer:
+            if len(free[i]) >= gpus:
+                return [(i, sorted(free[i])[:gpus])]
         fitting = [i for i, f in enumerate(free) if len(f) >= gpus]
         if not fitting:
             return None
@@ -23,7 +28,8 @@ def _reference(free: list[list[int]], gpus: int, per_node: int) -> Placement | N
         return [(i, sorted(free[i])[:gpus])]
     placement: Placement = []
     need = gpus
-    for i in sorted(range(len(free)), key=lambda i: (-len(free[i]), i)):
+    rest = sorted((i for i in range(len(free)) if i not in prefer), key=lambda i: (-len(free[i]), i))
+    for i in prefer + rest:
         take = min(need, len(free[i]))
         if take:
             placement.append((i, sorted(free[i])[:take]))
@@ -49,8 +55,9 @@ def test_placement_matches_best_fit_over_random_takes_and_releases(seed: int) ->
                 free[int(name[1:])].extend(idx)
             continue
         want = rng.choice([1, 1, 1, 2, 3, per_node, per_node + 1, 2 * per_node])
-        got = gpus.place(want)
-        assert got == _reference(free, want, per_node), f"{want} GPUs after {placed} placements"
+        prefer = rng.sample(range(nodes), rng.choice([0, 0, 0, 1, 2])) if rng.random() < 0.5 else []
+        got = gpus.place(want, [f"n{i:02d}" for i in prefer] + ["elsewhere"] * (len(prefer) == 1))
+        assert got == _reference(free, want, per_node, prefer), f"{want} GPUs after {placed} placements"
         if got is not None:
             held.append(gpus.take(got))
             for i, idx in got:
