@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["Gpus", "Placement"]
+__all__ = ["Gpus", "Placement", "emptiest_first"]
 
 #: (node index, GPU indexes on that node)
 Placement = list[tuple[int, list[int]]]
@@ -20,6 +20,8 @@ class Gpus:
 
     def __init__(self, names: Sequence[str], gpus_per_node: int) -> None:
         self.names = list(names)
+        if self.names != sorted(self.names):  # (node order stands for name order in every tie)
+            raise ValueError("node names must come in name order")
         self.index = {name: i for i, name in enumerate(self.names)}
         self.per_node = gpus_per_node
         self.free: list[list[int]] = [list(range(gpus_per_node)) for _ in self.names]
@@ -66,22 +68,12 @@ class Gpus:
         if self.total_free < gpus:
             return None
         preferred = [self.index[p] for p in prefer if p in self.index]
-        # The other nodes with free GPUs, the emptiest first, then by index: one list per count of
-        # free GPUs, filled in index order (a sort keyed on (-free, index) builds a tuple per node
-        # and compares them as objects).
-        is_preferred = [False] * len(free_n)
+        skip = [False] * len(free_n)
         for i in preferred:
-            is_preferred[i] = True
-        by_free: list[list[int]] = [[] for _ in range(self.per_node + 1)]
-        for i in range(len(free_n)):
-            if free_n[i] and not is_preferred[i]:
-                by_free[free_n[i]].append(i)
-        order = preferred
-        for k in range(self.per_node, 0, -1):
-            order.extend(by_free[k])
+            skip[i] = True
         placement: Placement = []
         need = gpus
-        for i in order:
+        for i in preferred + emptiest_first(free_n, self.per_node, skip):
             if need == 0:
                 break
             take = min(need, free_n[i])
@@ -128,6 +120,20 @@ class Gpus:
             self.first[m] = i
         self.free_n[i] = m
         self.total_free += change
+
+
+def emptiest_first(free_n: list[int], per_node: int, skip: list[bool] | None = None) -> list[int]:
+    """The nodes with free GPUs (but those `skip` marks), the emptiest first, then in node order
+    (which is name order). One list per count of free GPUs, filled in node order: a sort keyed on
+    (-free, index) builds a tuple per node and compares them as objects."""
+    by_free: list[list[int]] = [[] for _ in range(per_node + 1)]
+    for i in range(len(free_n)):
+        if free_n[i] and (skip is None or not skip[i]):
+            by_free[free_n[i]].append(i)
+    order: list[int] = []
+    for k in range(per_node, 0, -1):
+        order.extend(by_free[k])
+    return order
 
 
 def _first_with(free_n: list[int], k: int, start: int) -> int:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 from gpuq.model import JobIdKey
 from gpuq.policy.cover import Item, best_single_node
+from gpuq.sim.cluster import emptiest_first
 from gpuq.sim.convert import Why, for_job, model_job, planner_snapshot
 from gpuq.sim.fastrules import FastRules
 from gpuq.sim.jobs import RepCount, SimJob, strictly_after
@@ -157,10 +158,6 @@ def _dearest_first(item: tuple[float, SimJob]) -> tuple[float, JobIdKey]:
 
 def _cheapest_first(item: tuple[float, SimJob]) -> tuple[float, JobIdKey]:
     return (item[0], item[1].idkey)
-
-
-def _emptiest_first(node: tuple[int, str]) -> tuple[int, str]:
-    return (-node[0], node[1])
 
 
 def scan(sim: Simulator, head: SimJob, head_ep: float, now: float) -> tuple[list[SimJob], float]:
@@ -363,11 +360,11 @@ def greedy_multi_node(sim: Simulator, head: SimJob, eligible: list[SimJob], now:
             free_after[i] = free_after[i] + n
     nodes: list[str] = []
     total = 0
-    for count, name in sorted(zip(free_after, gpus.names, strict=True), key=_emptiest_first):
-        if total >= head.gpus or count == 0:
+    for i in emptiest_first(free_after, gpus.per_node):  # (by free GPUs, then name: the engine's order)
+        if total >= head.gpus:
             break
-        nodes.append(name)
-        total += count
+        nodes.append(gpus.names[i])
+        total += free_after[i]
     picked.sort(key=_cheapest_first)
     choice: Choice = ([(job, cost) for cost, job in picked], tuple(sorted(nodes)))
     if sim.check_fast_path:

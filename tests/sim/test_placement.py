@@ -65,3 +65,9 @@ def test_placement_matches_best_fit_over_random_takes_and_releases(seed: int) ->
             placed += 1
         assert gpus.free_n == [len(f) for f in free]
     assert placed > 100  # (the cluster filled and emptied many times over)
+
+
+def test_node_names_out_of_name_order_are_refused() -> None:
+    # (node order stands for name order in every tie: placement's and the victim plans')
+    with pytest.raises(ValueError, match="name order"):
+        Gpus(["gpu-02", "gpu-01"], 8)
