@@ -29,18 +29,12 @@ import time
 from typing import Any
 
 import msgspec
+from bench_cli import BARE  # (the same yardstick as bench_cli.py's)
 from msgspec.structs import force_setattr
 
 from gpuq.model import DAY_S, Job, JobState
 from gpuq.model.codec import SnapshotDocument, _sound
 from gpuq.timefmt import round_ms
-
-BARE = """
-import sys, msgspec
-from gpuq.model.codec import SnapshotDocument
-data = open(sys.argv[1], "rb").read()
-sys.stdout.buffer.write(msgspec.json.encode(msgspec.json.decode(data, type=SnapshotDocument)))
-"""
 
 STAGES = ("read+decode", "checks", "rows", "sorts", "encode+write")
 

@@ -166,10 +166,11 @@ def running_job(rng: random.Random, index: int, rules: FastRules) -> tuple[SimJo
     else:
         now = near(rng, start + rng.choice([0.0, 1e-6, 0.3, 899.999999, 900.0, rng.uniform(0, 2 * DAY_S)]))
     now = max(now, start)
+    times = []
     for _ in range(rng.choice([0, 0, 1, 2, 3, 4])):  # each before this run began
         when = near(rng, now - DAY_S) if rng.random() < 0.4 else near(rng, start - rng.uniform(0, 2 * DAY_S))
-        job.preempt_times = (*job.preempt_times, min(when, start))
-    job.preempt_times = tuple(sorted(job.preempt_times))
+        times.append(min(when, start))
+    job.preempt_times = tuple(sorted(times))
     if rng.random() < 0.3:
         job.exempt_until = near(rng, now + rng.choice([0.0, 1e-6, 60.0, 7200.0]))
     job.rep = float(job.priority) if info.max_wait is None and not job.urgent else rules.running_priority(job)
