@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from gpuq.model import DAY_S, JobClass
 from gpuq.policy.config import Policy
-from gpuq.policy.rules import effective_priority_of, requester_priority_of, too_young
+from gpuq.policy.rules import effective_priority_of, over_urgent_quota, requester_priority_of, too_young
 from gpuq.sim.jobs import SimJob, on_grid, strictly_after
 
 __all__ = ["ClassInfo", "FastRules"]
@@ -215,15 +215,30 @@ class FastRules:
         (`rules.requester_priority_of`; `running`: the jobs holding GPUs)."""
         if not head.urgent:
             return self.queued_priority(head, now)
+        quota, held = self._urgent_use(head, running)
+        return requester_priority_of(self.unurgent_priority(head, now), urgent=True, urgent_priority=self.urgent,
+                                     quota=quota, urgent_gpus_held=held, gpus=head.gpus)  # fmt: skip
+
+    def urgency_counts(self, head: SimJob, running: Iterable[SimJob]) -> bool:
+        """Whether an urgent head is within its tenant's urgent quota (`rules.over_urgent_quota`),
+        so that it is ranked at the urgent priority."""
+        quota, held = self._urgent_use(head, running)
+        return not over_urgent_quota(quota, held, head.gpus)
+
+    def _urgent_use(self, head: SimJob, running: Iterable[SimJob]) -> tuple[int, int]:
+        """The head's tenant's urgent quota, and the GPUs its urgent jobs hold (0 when unlimited)."""
         quota = self.policy.tenant_urgent_quota(head.tenant)
         held = 0
         if quota > 0:
             held = sum(j.gpus for j in running if j.urgent and j.tenant == head.tenant)
-        info = self.cinfo[head.cls]
-        without = effective_priority_of(
-            float(head.priority), urgent=False, urgent_priority=self.urgent,
-            waited_s=now - head.qs if info.max_wait is not None else None, max_wait_s=info.max_wait,
-            rate_per_min=self.policy.aging_rate(head.cls),
+        return quota, held
+
+    def unurgent_priority(self, job: SimJob, now: float) -> float:
+        """A queued job's priority without its urgency (`rules.effective_priority_of`): base plus
+        aging past max_wait, from its wait alone (an urgent job is never marked `aging`)."""
+        info = self.cinfo[job.cls]
+        return effective_priority_of(
+            float(job.priority), urgent=False, urgent_priority=self.urgent,
+            waited_s=now - job.qs if info.max_wait is not None else None, max_wait_s=info.max_wait,
+            rate_per_min=self.policy.aging_rate(job.cls),
         )  # fmt: skip
-        return requester_priority_of(without, urgent=True, urgent_priority=self.urgent, quota=quota,
-                                     urgent_gpus_held=held, gpus=head.gpus)  # fmt: skip

@@ -22,6 +22,7 @@ rechecks. With `check_fast_path` every remembered "no" is asked of `decide` agai
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, Final
 
@@ -118,26 +119,42 @@ class VictimIndex:
         return None
 
 
-def crossing(rules: FastRules, head: SimJob, threshold: float, now: float) -> float:
-    """The first tick after `now` at which an aging head's priority exceeds `threshold` (inf when
-    it does not age). The straight line's arithmetic may land a tick or so off; the kernel's own
-    priority (`FastRules.queued_priority`) settles the tick, so the moment is the same whenever
-    it is worked out."""
-    head_rate = rules.rate_now(head)
-    if head_rate <= 0:
-        return _INF
-    head_ep = rules.queued_priority(head, now)
-    when = strictly_after(max(now + (threshold - head_ep) * 60.0 / head_rate, now))
+def crossing(rules: FastRules, head: SimJob, threshold: float, now: float, running: Iterable[SimJob]) -> float:
+    """The first tick after `now` at which an aging head's priority as a requester exceeds
+    `threshold` (inf when it does not age; `running`: the jobs holding GPUs, for an urgent head's
+    quota). The straight line's arithmetic may land a tick or so off; the kernel's own priority
+    settles the tick, so the moment is the same whenever it is worked out."""
+    unurgent = head.urgent and not rules.urgency_counts(head, running)
+    if unurgent:
+        # Over its tenant's quota an urgent head is ranked without its urgency, and that
+        # priority ages from qs + max_wait (no aging event marks it: the queue ranks the job as
+        # urgent).
+        info = rules.cinfo[head.cls]
+        if info.max_wait is None or info.rate <= 0:
+            return _INF
+        line = head.qs + info.max_wait + (threshold - head.priority) * 60.0 / info.rate
+        when = strictly_after(max(line, now))
+    else:
+        head_rate = rules.rate_now(head)
+        if head_rate <= 0:
+            return _INF
+        head_ep = rules.queued_priority(head, now)
+        when = strictly_after(max(now + (threshold - head_ep) * 60.0 / head_rate, now))
     for _ in range(_STEPS):  # back while the tick before is past the threshold too ...
         before = (round(when * 1e6) - 1) / 1e6
-        if before <= now or not rules.queued_priority(head, before) > threshold:
+        if before <= now or not _ranked(rules, head, before, unurgent) > threshold:
             break
         when = before
     for _ in range(_STEPS):  # ... forward until past it
-        if rules.queued_priority(head, when) > threshold:
+        if _ranked(rules, head, when, unurgent) > threshold:
             break
         when = strictly_after(when)
     return when
+
+
+def _ranked(rules: FastRules, head: SimJob, when: float, unurgent: bool) -> float:
+    """The head's priority as a requester at `when`, its urgency counted or not."""
+    return rules.unurgent_priority(head, when) if unurgent else rules.queued_priority(head, when)
 
 
 def _single_key(cost: float, job: SimJob) -> tuple[float, float, float, JobIdKey]:
@@ -187,7 +204,7 @@ def scan(sim: Simulator, head: SimJob, head_ep: float, now: float) -> tuple[list
             continue
         eligible.append(job)
     if nearest < _INF:  # (an aging head passes the lowest of them first)
-        unlock = min(unlock, crossing(sim.rules, head, nearest + delta, now))
+        unlock = min(unlock, crossing(sim.rules, head, nearest + delta, now, sim.running.values()))
     return eligible, unlock
 
 
@@ -434,7 +451,7 @@ def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, flo
     if lowest is None:
         return None, _INF
     if not head_ep - lowest > rules.delta:  # nobody running is low enough
-        return None, crossing(rules, head, lowest + rules.delta, now)
+        return None, crossing(rules, head, lowest + rules.delta, now, sim.running.values())
     gpus = sim.gpus
     need = head.gpus
     if need == 1 and sim.fast_path:

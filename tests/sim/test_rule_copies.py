@@ -355,24 +355,32 @@ def test_protection_end_is_the_first_tick_the_kernel_does_not_protect() -> None:
 
 def test_an_aging_head_passes_a_threshold_at_the_kernels_first_tick_whenever_it_is_asked() -> None:
     rng = random.Random(SEED + 5)
-    asked = 0
+    running = [job for _, _, job, _ in RUNNING_JOBS]
+    asked = over_quota = 0
     for _, rules, job, now in QUEUED:
+        holding = rng.sample(running, rng.randint(0, 12))
         rate = rules.cinfo[job.cls].rate if job.aging and not job.urgent else 0.0  # (urgency does not age)
         assert rules.rate_now(job) == rate, (job.id, job.aging, job.urgent)
+        if job.urgent and not rules.urgency_counts(job, holding):
+            # Over its tenant's quota: ranked without its urgency, which ages from qs + max_wait
+            # (an urgent job is never marked `aging`).
+            info = rules.cinfo[job.cls]
+            rate = info.rate if info.max_wait is not None else 0.0
+            over_quota += rate > 0
         if rate <= 0:
-            assert crossing(rules, job, 1e9, now) == math.inf
+            assert crossing(rules, job, 1e9, now, holding) == math.inf
             continue
-        threshold = rules.queued_priority(job, now) + rng.choice([0.0, 1e-9, 0.5, 17.3, 1000.0])
-        when = crossing(rules, job, threshold, now)
+        threshold = rules.requester_priority(job, now, holding) + rng.choice([0.0, 1e-9, 0.5, 17.3, 1000.0])
+        when = crossing(rules, job, threshold, now, holding)
         assert when > now and when == on_grid(when)
-        assert rules.queued_priority(job, when) > threshold, (job.id, now, when)
+        assert rules.requester_priority(job, when, holding) > threshold, (job.id, now, when)
         before = (round(when * 1e6) - 1) / 1e6
-        assert before <= now or not rules.queued_priority(job, before) > threshold, (job.id, now, when)
+        assert before <= now or not rules.requester_priority(job, before, holding) > threshold, (job.id, now, when)
         for later in (near(rng, now + (when - now) * f) for f in (0.25, 0.5, 0.9)):  # asked again, later
             if now <= later < when:
                 asked += 1
-                assert crossing(rules, job, threshold, later) == when, (job.id, now, later, when)
-    assert asked > 100
+                assert crossing(rules, job, threshold, later, holding) == when, (job.id, now, later, when)
+    assert asked > 100 and over_quota > 10, (asked, over_quota)
 
 
 @pytest.mark.parametrize("name", NAMES)
