@@ -33,7 +33,7 @@ from gpuq.sim.jobs import (
     stopped_progress,
 )
 from gpuq.sim.preempting import start_with
-from gpuq.sim.victims import Choice, scan
+from gpuq.sim.victims import Choice, holding, scan
 from gpuq.timefmt import format_time
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def _carry_out(sim: Simulator, job: SimJob, planned: Planned) -> bool:
     if sim.queue.best(now) is not job or sim.gpus.place(job.gpus) is not None:
         return False  # another job goes first, or it fits now: the scheduler decides as always
     rules = sim.rules
-    head_ep = rules.requester_priority(job, now, sim.running.values())
+    head_ep = rules.requester_priority(job, now, holding(sim))
     allowed = {v.id for v in scan(sim, job, head_ep, now)[0]}
     if not set(victims) <= allowed:
         return False  # protected by now (an exemption, the Δ gap), or no longer running

@@ -111,7 +111,8 @@ def planner_snapshot(sim: Simulator, head: SimJob, now: float, nodes: Iterable[i
     """What the engine needs: the candidate nodes, the jobs holding GPUs there, the asking job.
 
     Leaving out nodes that cannot hold the optimum (`victims.candidate_nodes`) does not change
-    the engine's choice, only its work.
+    the engine's choice, only its work; except for an urgent head, whose tenant's urgent GPUs
+    the engine counts over the whole snapshot (`victims.decide` shows it every node then).
     """
     all_nodes = node_objects(sim)
     chosen = [all_nodes[i] for i in nodes]

@@ -54,7 +54,7 @@ from gpuq.sim.planner import Planner, engine_planner
 from gpuq.sim.preempting import try_preempt, watch_overtake
 from gpuq.sim.queue import PendingQueue
 from gpuq.sim.retired import Retired
-from gpuq.sim.victims import VictimIndex, block, outranks_nobody, still_blocked
+from gpuq.sim.victims import VictimIndex, block, holding, outranks_nobody, still_blocked
 from gpuq.sim.workload import DEFAULT_CLASSES, ClusterSpec, JobSpec, WorkloadStream
 
 __all__ = ["STATE_VERSION", "LogEntry", "Observer", "Simulator"]
@@ -565,7 +565,7 @@ class Simulator:
         if head is None or head.qver != blocked[1]:
             return True
         rules = self.rules
-        return rules.requester_priority(head, self.now, self.running.values()) - job.rep > rules.delta
+        return rules.requester_priority(head, self.now, holding(self)) - job.rep > rules.delta
 
     # ---- the model (`convert`), and what operator actions (`actions`) call -----------------
 

@@ -50,6 +50,7 @@ __all__ = [
     "exact_single_node",
     "freed_node_holds",
     "greedy_multi_node",
+    "holding",
     "outranks_nobody",
     "scan",
     "still_blocked",
@@ -157,6 +158,14 @@ def _ranked(rules: FastRules, head: SimJob, when: float, unurgent: bool) -> floa
     return rules.unurgent_priority(head, when) if unurgent else rules.queued_priority(head, when)
 
 
+def holding(sim: Simulator) -> Iterable[SimJob]:
+    """The jobs holding GPUs, as the engine counts a tenant's urgent GPUs: the running ones and
+    those an operator suspended (`Simulator.held`: they keep their GPUs)."""
+    if not sim.held:
+        return sim.running.values()
+    return [*sim.running.values(), *[sim.jobs[job_id] for job_id in sim.held]]
+
+
 def _single_key(cost: float, job: SimJob) -> tuple[float, float, float, JobIdKey]:
     """The engine's order of single victims: cost to 6 decimals, priority, later start, id (its
     last tie-break, the node, never decides: no two jobs share an id)."""
@@ -204,7 +213,7 @@ def scan(sim: Simulator, head: SimJob, head_ep: float, now: float) -> tuple[list
             continue
         eligible.append(job)
     if nearest < _INF:  # (an aging head passes the lowest of them first)
-        unlock = min(unlock, crossing(sim.rules, head, nearest + delta, now, sim.running.values()))
+        unlock = min(unlock, crossing(sim.rules, head, nearest + delta, now, holding(sim)))
     return eligible, unlock
 
 
@@ -430,7 +439,7 @@ def freed_node_holds(sim: Simulator, head: SimJob) -> bool:
         return True
     rules = sim.rules
     now = sim.now
-    head_ep = rules.requester_priority(head, now, sim.running.values())
+    head_ep = rules.requester_priority(head, now, holding(sim))
     delta = rules.delta
     free_n = sim.gpus.free_n
     for i in sim.freed:
@@ -446,12 +455,12 @@ def freed_node_holds(sim: Simulator, head: SimJob) -> bool:
 def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, float]:
     """Victims for a blocked head (None when there are none now) and when to ask again."""
     rules = sim.rules
-    head_ep = rules.requester_priority(head, now, sim.running.values())
+    head_ep = rules.requester_priority(head, now, holding(sim))
     lowest = sim.victims.lowest()
     if lowest is None:
         return None, _INF
     if not head_ep - lowest > rules.delta:  # nobody running is low enough
-        return None, crossing(rules, head, lowest + rules.delta, now, sim.running.values())
+        return None, crossing(rules, head, lowest + rules.delta, now, holding(sim))
     gpus = sim.gpus
     need = head.gpus
     if need == 1 and sim.fast_path:
@@ -475,6 +484,8 @@ def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, flo
             return None, unlock
         if sim.fast_path:
             return exact_single_node(sim, head, nodes, per_node, now), unlock
+        if head.urgent:  # (the engine counts the tenant's urgent GPUs in what it is shown: show it all)
+            nodes = list(range(len(gpus.names)))
     sim.plans += 1
     snapshot = planner_snapshot(sim, head, now, nodes)
     planned = sim.planner(snapshot, rules.policy, model_job(head, now), now)

@@ -14,9 +14,9 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from gpuq.model import DAY_S, JobClass
-from gpuq.policy.config import Policy
+from gpuq.policy.config import Mode, Policy
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, actions, generate_jobs
-from gpuq.sim.jobs import PENDING, RUNNING
+from gpuq.sim.jobs import PENDING, RUNNING, SUSPENDED
 
 from .helpers import check_invariants
 
@@ -44,6 +44,29 @@ def test_an_urgent_head_back_within_its_quota_preempts_on_another_node() -> None
         (501.0, "preempt", "L", "H"),
         (501.0, "start", "H", None),
     ]
+    check_invariants(sim)
+
+
+def test_an_urgent_job_an_operator_suspended_still_counts_against_its_tenants_quota() -> None:
+    sim = Simulator(policy=Policy(delta=0, urgent_quota=MappingProxyType({"t": 4})), classes=(JobClass("batch"),),
+                    cluster=ClusterSpec(nodes=2, gpus_per_node=4))  # fmt: skip
+    sim.check_fast_path = True
+    sim.submit([
+        JobSpec("U", 0, 10_000, gpus=4, priority=10, job_class="batch", tenant="t"),
+        JobSpec("L", 0, 10_000, gpus=4, priority=20, job_class="batch"),
+        JobSpec("H", 10, 100, gpus=2, priority=10, job_class="batch", tenant="t"),
+    ])  # fmt: skip
+    sim.run_until(5)
+    actions.bump(sim, "U", urgent=True)
+    actions.preempt(sim, "U", mode=Mode.SUSPEND)  # U keeps its 4 GPUs, all of tenant t's quota
+    sim.run_until(11)
+    actions.bump(sim, "H", urgent=True)  # over the quota: ranked at 10, below L's 20
+    sim.run_until(600)
+    assert sim.jobs["L"].state == RUNNING and sim.jobs["H"].state == PENDING
+    assert sim.jobs["U"].state == SUSPENDED and sim.gpus.total_free == 0
+    actions.resume(sim, "U")
+    actions.preempt(sim, "U", mode=Mode.CANCEL)  # its GPUs and the quota free: H starts there, urgent
+    assert sim.jobs["H"].state == RUNNING and sim.jobs["L"].state == RUNNING
     check_invariants(sim)
 
 
