@@ -25,6 +25,9 @@ EpFn = Callable[[SimJob, float], float]
 
 _Entry = tuple[float, float, JobIdKey, int, SimJob]
 
+#: The most ticks `next_overtake` steps from the straight line's moment (as `victims.crossing`).
+_STEPS = 64
+
 
 class _Group:
     __slots__ = ("gpus", "rate", "heap")
@@ -141,10 +144,30 @@ class PendingQueue:
             if rate <= head_rate:
                 continue
             gap = head_ep - ep(job, now)
-            # the lines meet after gap / (rate difference) minutes
-            when = now + max(gap, 0.0) * 60.0 / (rate - head_rate)
-            soonest = min(soonest, strictly_after(when))  # strictly later: it must pass
+            # The lines meet after gap / (rate difference) minutes, strictly later: it must pass.
+            # That arithmetic may land a tick off; the queue's own order settles the tick, so the
+            # moment is the same whenever it is worked out.
+            when = strictly_after(now + max(gap, 0.0) * 60.0 / (rate - head_rate))
+            for _ in range(_STEPS):  # back while it is ahead the tick before too ...
+                before = (round(when * 1e6) - 1) / 1e6
+                if before <= now or not self._ahead(job, head, before):
+                    break
+                when = before
+            for _ in range(_STEPS):  # ... forward until it is ahead
+                if self._ahead(job, head, when):
+                    break
+                when = strictly_after(when)
+            if when < soonest:
+                soonest = when
         return soonest
+
+    def _ahead(self, job: SimJob, head: SimJob, when: float) -> bool:
+        """Whether `job` comes before `head` in the queue's order at `when`."""
+        ep = self._ep
+        mine, theirs = ep(job, when), ep(head, when)
+        if mine != theirs:
+            return mine > theirs
+        return job.qs < head.qs or (job.qs == head.qs and job.idkey < head.idkey)
 
     def ordered(self, now: float) -> list[SimJob]:
         """Every queued job in scheduling order (for snapshots; O(n log n))."""

@@ -131,16 +131,17 @@ def test_waiting_jobs_start_to_age_on_time_from_one_wake_up() -> None:
 
 
 def test_a_job_that_ages_past_a_head_waiting_for_graceful_victims_goes_first_at_that_moment() -> None:
-    # H preempts R1 and R2 gracefully and waits 1000 s for them to save. Meanwhile A ages past
-    # H's priority at 155 (aging from 105 at a point a second); nothing else happens then, yet
-    # that is the moment A is the head, and it preempts R3 at once, not when H's victims stop.
+    # H preempts R1 and R2 gracefully and waits 1000 s for them to save. Meanwhile A ages to
+    # H's priority at 155 (aging from 105 at a point a second) and, queued earlier, goes before
+    # it from that tick; nothing else happens then, yet that is the moment A is the head, and it
+    # preempts R3 at once, not when H's victims stop.
     classes = (JobClass("old", priority=0, max_wait_s=100.0), JobClass("batch"))
     policy = Policy(mode=Mode.GRACEFUL, grace_period_s=1000.0, default_aging_rate=60.0)
     sim = _sim(policy, gpus=3, classes=classes)
     sim.submit([_job("R1", 0, 10_000, 10), _job("R2", 0, 10_000, 10), _job("R3", 0, 10_000, 10),
                 _job("A", 5, 100, 0, cls="old"), _job("H", 10, 100, 50, gpus=2)])  # fmt: skip
     sim.run_until(1000)
-    assert _preemptions(sim) == [(10.0, "R1", "H"), (10.0, "R2", "H"), (155.000001, "R3", "A")]
+    assert _preemptions(sim) == [(10.0, "R1", "H"), (10.0, "R2", "H"), (155.0, "R3", "A")]
 
 
 def test_an_aging_head_preempts_a_job_started_beside_it_the_moment_it_outranks_it() -> None:
