@@ -7,7 +7,7 @@ its attributes millions of times, and the snapshot turns it into an immutable `m
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final
 
 from gpuq.model import JobIdKey, job_id_key
@@ -16,6 +16,7 @@ from gpuq.policy.rules import gpu_seconds_lost_of
 from gpuq.sim.workload import JobSpec
 
 __all__ = [
+    "first_tick_past",
     "QUANTUM",
     "CANCELLED",
     "COMPLETED",
@@ -90,6 +91,28 @@ def strictly_after(t: float) -> float:
     while tick / 1e6 <= t:  # (t * 1e6 may round a tick low)
         tick += 1
     return tick / 1e6
+
+
+#: The most ticks `first_tick_past` steps from its estimate (a straight line's arithmetic is a
+#: few ticks off at most; a priority too large for a tick to move it can take more: then a later
+#: look settles it).
+_STEPS: Final = 64
+
+
+def first_tick_past(when: float, now: float, past: Callable[[float], bool]) -> float:
+    """The first tick after `now` at which `past` holds (a priority line has passed another's or
+    a threshold), found from `when`, a tick after a straight line's moment: the rule's own
+    arithmetic settles the tick, so the moment is the same whenever it is worked out."""
+    for _ in range(_STEPS):  # back while the tick before is past too ...
+        before = (round(when * 1e6) - 1) / 1e6
+        if before <= now or not past(before):
+            break
+        when = before
+    for _ in range(_STEPS):  # ... forward until past
+        if past(when):
+            break
+        when = strictly_after(when)
+    return when
 
 
 #: the allocation of every job that holds no GPUs, one shared dict: a job's allocation is

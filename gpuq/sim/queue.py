@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from functools import partial
 from heapq import heappop, heappush
 
 from gpuq.model import JobIdKey
-from gpuq.sim.jobs import SimJob, strictly_after
+from gpuq.sim.jobs import SimJob, first_tick_past, strictly_after
 
 __all__ = ["EpFn", "PendingQueue"]
 
@@ -24,9 +25,6 @@ __all__ = ["EpFn", "PendingQueue"]
 EpFn = Callable[[SimJob, float], float]
 
 _Entry = tuple[float, float, JobIdKey, int, SimJob]
-
-#: The most ticks `next_overtake` steps from the straight line's moment (as `victims.crossing`).
-_STEPS = 64
 
 
 class _Group:
@@ -147,16 +145,8 @@ class PendingQueue:
             # The lines meet after gap / (rate difference) minutes, strictly later: it must pass.
             # That arithmetic may land a tick off; the queue's own order settles the tick, so the
             # moment is the same whenever it is worked out.
-            when = strictly_after(now + max(gap, 0.0) * 60.0 / (rate - head_rate))
-            for _ in range(_STEPS):  # back while it is ahead the tick before too ...
-                before = (round(when * 1e6) - 1) / 1e6
-                if before <= now or not self._ahead(job, head, before):
-                    break
-                when = before
-            for _ in range(_STEPS):  # ... forward until it is ahead
-                if self._ahead(job, head, when):
-                    break
-                when = strictly_after(when)
+            line = strictly_after(now + max(gap, 0.0) * 60.0 / (rate - head_rate))
+            when = first_tick_past(line, now, partial(self._ahead, job, head))
             if when < soonest:
                 soonest = when
         return soonest

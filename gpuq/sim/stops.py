@@ -48,8 +48,9 @@ def close_run(sim: Simulator, job: SimJob) -> None:
         del sim.on_node[i][job]
         sim.freed.add(i)
     if job.urgent:
-        # Its tenant's urgent GPUs fall: an urgent head of that tenant may be back within its
-        # quota, and outrank jobs on any node, not only on those that freed up.
+        # Its tenant's urgent GPUs may fall (not when an operator holds it: then a look again
+        # costs one decision): an urgent head of that tenant may be back within its quota, and
+        # outrank jobs on any node, not only on those that freed up.
         sim.rver += 1
     if job.claimed_by is not None:
         claimant = sim.jobs.get(job.claimed_by)

@@ -31,7 +31,7 @@ from gpuq.policy.cover import Item, best_single_node
 from gpuq.sim.cluster import emptiest_first
 from gpuq.sim.convert import Why, for_job, model_job, planner_snapshot
 from gpuq.sim.fastrules import FastRules
-from gpuq.sim.jobs import RepCount, SimJob, strictly_after
+from gpuq.sim.jobs import RepCount, SimJob, first_tick_past, strictly_after
 from gpuq.sim.planner import engine_planner
 
 if TYPE_CHECKING:
@@ -63,10 +63,6 @@ Choice = tuple[list[tuple[SimJob, Why]], tuple[str, ...]]
 #: Per node index, its eligible victims as (cost, GPUs on the node, job); None on a node that
 #: cannot hold the head (a list by index: a dict keyed by node boxes and hashes every index).
 PerNode = list[list[tuple[float, int, SimJob]] | None]
-
-#: The most ticks `crossing` steps from the straight line's moment (it is a few ticks off at most;
-#: a priority too large for a tick to move it can take more: then a later look settles it).
-_STEPS: Final = 64
 
 #: A bound, not a rule: the slack only keeps a node whose lower bound ties the best plan's cost.
 _SLACK: Final = 1e-5
@@ -141,16 +137,7 @@ def crossing(rules: FastRules, head: SimJob, threshold: float, now: float, runni
             return _INF
         head_ep = rules.queued_priority(head, now)
         when = strictly_after(max(now + (threshold - head_ep) * 60.0 / head_rate, now))
-    for _ in range(_STEPS):  # back while the tick before is past the threshold too ...
-        before = (round(when * 1e6) - 1) / 1e6
-        if before <= now or not _ranked(rules, head, before, unurgent) > threshold:
-            break
-        when = before
-    for _ in range(_STEPS):  # ... forward until past it
-        if _ranked(rules, head, when, unurgent) > threshold:
-            break
-        when = strictly_after(when)
-    return when
+    return first_tick_past(when, now, lambda t: _ranked(rules, head, t, unurgent) > threshold)
 
 
 def _ranked(rules: FastRules, head: SimJob, when: float, unurgent: bool) -> float:
