@@ -153,13 +153,12 @@ class PendingQueue:
 
     def _ahead(self, job: SimJob, head: SimJob, when: float) -> bool:
         """Whether `job` comes before `head` in the queue's order at `when`."""
-        ep = self._ep
-        mine, theirs = ep(job, when), ep(head, when)
-        if mine != theirs:
-            return mine > theirs
-        return job.qs < head.qs or (job.qs == head.qs and job.idkey < head.idkey)
+        return self._place(job, when) < self._place(head, when)
+
+    def _place(self, job: SimJob, when: float) -> tuple[float, float, JobIdKey]:
+        """A job's key in the queue's order at `when` (`best` compares the same a field at a time)."""
+        return (-self._ep(job, when), job.qs, job.idkey)
 
     def ordered(self, now: float) -> list[SimJob]:
         """Every queued job in scheduling order (for snapshots; O(n log n))."""
-        ep = self._ep
-        return sorted(self.jobs.values(), key=lambda j: (-ep(j, now), j.qs, j.idkey))
+        return sorted(self.jobs.values(), key=lambda j: self._place(j, now))
