@@ -210,7 +210,7 @@ def _sound(doc: SnapshotDocument) -> bool:
         if cap is None or None in held:  # (unknown indexes, as on Kubernetes: look closely)
             return False
         known = cast("list[int]", held)
-        if max(known) >= cap or len(set(known)) != len(known):
+        if known and (max(known) >= cap or len(set(known)) != len(known)):
             return False
     return True
 

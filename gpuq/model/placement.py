@@ -78,7 +78,7 @@ def _plausible(snapshot: Snapshot, placed: list[Job]) -> bool:
         if cap is None or None in held:
             return False
         known = cast("list[int]", held)
-        if max(known) >= cap or len(set(known)) != len(known):
+        if known and (max(known) >= cap or len(set(known)) != len(known)):
             return False
     return True
 

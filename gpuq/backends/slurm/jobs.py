@@ -213,10 +213,15 @@ def clean(text: str | None) -> str | None:
 def allocation_from(
     nodes: tuple[str, ...], gpus: int, detail: Mapping[str, tuple[int | None, ...]] | None
 ) -> dict[str, tuple[int | None, ...]]:
-    """Per-node GPU indexes: the detail when known, else GPUs spread evenly with unknown indexes."""
+    """Per-node GPU indexes: the detail when known, else GPUs spread evenly with unknown indexes
+    (the first nodes taking one more where they do not divide evenly).
+
+    Only nodes where the job holds a GPU are listed: a CPU-only job (no ``--gres``) running on a
+    node has an empty allocation, as the model's placement checks expect."""
     if detail:
-        return dict(detail)
-    if not nodes:
+        return {node: tuple(indexes) for node, indexes in detail.items() if indexes}
+    if not nodes or gpus <= 0:
         return {}
-    per = gpus // len(nodes) if gpus else 0
-    return {n: (None,) * per for n in nodes}
+    per, extra = divmod(gpus, len(nodes))
+    spread = {n: (None,) * (per + (1 if i < extra else 0)) for i, n in enumerate(nodes)}
+    return {n: indexes for n, indexes in spread.items() if indexes}
