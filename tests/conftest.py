@@ -1,5 +1,7 @@
-"""Suite-wide set-up: the wall clock shifted for the whole run when GPUQ_TEST_CLOCK_AHEAD is set,
-and the cyclic garbage collector left after each test as the test found it.
+"""Suite-wide set-up: the Hypothesis profile (`tests/properties.py`: derandomised unless
+GPUQ_HYPOTHESIS_PROFILE=explore), the wall clock shifted for the whole run when
+GPUQ_TEST_CLOCK_AHEAD is set, and the cyclic garbage collector left after each test as the test
+found it.
 
 `.ci/run` (scripts/test) runs the tests that need no Slurm lab a second time with the clock three
 years ahead, so a test that depends on today's date fails at the commit that plants it. The shift
@@ -33,6 +35,9 @@ def clock_ahead_s() -> float:
 
 def pytest_configure(config: pytest.Config) -> None:
     global _traveller
+    from tests import properties
+
+    properties.load()  # before the test modules build their `settings(...)` from the profile
     ahead = clock_ahead_s()
     if ahead and _traveller is None:
         import time_machine
@@ -43,9 +48,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     ahead = clock_ahead_s()
+    from tests import properties
+
+    hypothesis = f"hypothesis profile {properties.profile()} ({properties.PROFILE_ENV})"
     if not ahead:
-        return None
-    return f"wall clock shifted {ahead / 86400:.0f} days ahead ({_AHEAD_ENV}); now {time.strftime('%Y-%m-%d %H:%M:%S')}"
+        return hypothesis
+    now = time.strftime("%Y-%m-%d %H:%M:%S")
+    return f"{hypothesis}; wall clock shifted {ahead / 86400:.0f} days ahead ({_AHEAD_ENV}); now {now}"
 
 
 @pytest.fixture(autouse=True)

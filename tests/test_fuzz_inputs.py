@@ -19,6 +19,7 @@ from gpuq.backends.slurm.jsonread import load_json
 from gpuq.backends.slurm.runner import parse_output
 from gpuq.model.codec import decode_snapshot
 from tests import fuzzing
+from tests.properties import examples
 
 #: no deadline (no timing is asserted); the inputs are large by design
 _FUZZ = settings(
@@ -27,31 +28,31 @@ _FUZZ = settings(
 )
 
 
-@settings(_FUZZ, max_examples=1000)
+@settings(_FUZZ, max_examples=examples(1000))
 @given(fuzzing.snapshot_inputs)
 def test_snapshot_files(data: str | bytes) -> None:
     fuzzing.check_snapshot(data)
 
 
-@settings(_FUZZ, max_examples=600)
+@settings(_FUZZ, max_examples=examples(600))
 @given(fuzzing.policy_texts())
 def test_policy_files(tmp_path: Path, data: str | bytes) -> None:
     fuzzing.check_policy(tmp_path / "policy.toml", data)
 
 
-@settings(_FUZZ, max_examples=600)
+@settings(_FUZZ, max_examples=examples(600))
 @given(fuzzing.config_texts())
 def test_config_files(tmp_path: Path, data: str | bytes) -> None:
     fuzzing.check_config(tmp_path / "config.toml", data)
 
 
-@settings(_FUZZ, max_examples=1000)
+@settings(_FUZZ, max_examples=examples(1000))
 @given(fuzzing.text_inputs())
 def test_slurm_text_output(case: tuple[str, str, Callable[[str], Any]]) -> None:
     fuzzing.check_text(*case)
 
 
-@settings(_FUZZ, max_examples=600)
+@settings(_FUZZ, max_examples=examples(600))
 @given(fuzzing.json_inputs())
 def test_slurm_json_output(case: tuple[str, str, Callable[[dict[str, Any]], Any]]) -> None:
     fuzzing.check_json(*case)

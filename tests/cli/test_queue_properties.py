@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gpuq.cli.main import cli
 from gpuq.model.codec import read_snapshot_file
+from tests.properties import examples
 
 from .conftest import SMALL
 
@@ -22,7 +23,7 @@ CLASSES = sorted({j.job_class for j in SNAP.jobs})
 STATES = sorted({j.state.value for j in SNAP.jobs})
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     users=st.lists(st.sampled_from(USERS), max_size=2, unique=True),
     tenants=st.lists(st.sampled_from(TENANTS), max_size=2, unique=True),

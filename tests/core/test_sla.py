@@ -12,6 +12,7 @@ from gpuq.model import Job, JobClass, JobState
 from gpuq.policy.config import ClassPolicy, Policy
 from gpuq.sla import nearest_rank, sla_report
 from tests.factories import make_job, make_snapshot
+from tests.properties import examples
 
 NOW = 1_800_000_000.0
 
@@ -27,7 +28,7 @@ def reference_rank(values: list[float], q: float) -> float | None:
     return max(values)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.floats(0, 1e6, allow_nan=False), max_size=60), st.sampled_from([0.5, 0.95, 0.99]))
 def test_nearest_rank_matches_reference(values: list[float], q: float) -> None:
     assert nearest_rank(sorted(values), q) == reference_rank(values, q)
@@ -75,7 +76,7 @@ def test_policy_overrides_target_and_since_window() -> None:
     assert not sla_report(snap, loose, NOW).classes["a"].breach
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 10_000), st.booleans()), max_size=40))
 def test_report_matches_reference_per_class(rows: list[tuple[str, int, bool]]) -> None:
     jobs = [job(i, c, None, pending_age=w) if p else job(i, c, float(w)) for i, (c, w, p) in enumerate(rows)]

@@ -16,6 +16,7 @@ from gpuq.policy.config import ClassPolicy, Policy
 from gpuq.policy.engine import Reason, free_gpus, plan_preemption, request_for_job
 from gpuq.policy.rules import effective_priority, gpu_seconds_lost
 from tests.factories import make_job, make_snapshot
+from tests.properties import examples
 
 NOW = 1_800_000_000.0
 CLASSES = (
@@ -318,7 +319,7 @@ def brute_force(s: Snapshot, policy: Policy, req: Request) -> tuple[object, ...]
     return best
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_single_node_plan_equals_brute_force_optimum(case: tuple[Snapshot, Policy, Request]) -> None:
     s, policy, req = case
@@ -337,7 +338,7 @@ def test_single_node_plan_equals_brute_force_optimum(case: tuple[Snapshot, Polic
     assert plan.total_cost == pytest.approx(cost, abs=1e-3)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.integers(1, 24))
 def test_plans_free_enough_and_never_touch_protected_jobs(case: tuple[Snapshot, Policy, Request], gpus: int) -> None:
     s, policy, _ = case

@@ -13,6 +13,7 @@ from gpuq.policy.config import Policy
 from gpuq.policy.engine import plan_preemption
 from gpuq.policy.pruning import PrunedOrder
 from tests.factories import make_job, make_snapshot
+from tests.properties import examples
 
 NOW = 1_800_000_000.0
 CLASSES = (JobClass("low", 10, True, 3600, 7200), JobClass("vip", 500, False, 600, 1200))
@@ -71,7 +72,7 @@ def big_clusters(draw: st.DrawFn) -> tuple[Snapshot, Policy, Request]:
 
 
 # (the cluster has to be big: pruning only starts above engine._PRUNE_MIN_NODES nodes)
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=examples(100), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example])
 @given(big_clusters())
 def test_pruned_search_equals_the_full_scan(case: tuple[Snapshot, Policy, Request]) -> None:
@@ -108,7 +109,7 @@ def test_pruned_search_costs_only_the_nodes_that_can_matter(monkeypatch: pytest.
     assert len(built) == 1 and len(built[0].visited) < 5
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.one_of(st.none(), st.floats(0, 90_000)),  # started this long ago
     st.one_of(st.none(), st.floats(0, 90_000)),  # last checkpoint this long ago

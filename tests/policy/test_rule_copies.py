@@ -23,6 +23,7 @@ from gpuq.policy.rules import effective_priority, protection, victim_cost
 from gpuq.service import Cluster
 from gpuq.views.queue import QueueFilter, queue_rows, sla_status
 from tests.factories import make_job, make_snapshot
+from tests.properties import examples
 
 NOW = 1_800_000_000.0
 CLASSES = (
@@ -81,7 +82,7 @@ policies = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshots(), policies, st.integers(1, 8), st.integers(0, 2000))
 def test_the_engines_node_bound_costs_victims_as_the_kernel(
     snap: Snapshot, policy: Policy, gpus: int, priority: int
@@ -107,7 +108,7 @@ def test_the_engines_node_bound_costs_victims_as_the_kernel(
             assert unprotected == (protection(job, cls, plan.effective_priority, policy, NOW) is None)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshots(), policies)
 def test_queue_rows_derive_waits_and_priorities_as_the_kernel(snap: Snapshot, policy: Policy) -> None:
     from gpuq.backends.snapshot_file import SnapshotFileBackend

@@ -17,6 +17,7 @@ from gpuq.replay.model import CheckpointModel, ReplayConfig
 from gpuq.replay.run import replay
 from gpuq.sim.workload import DEFAULT_CLASSES
 from gpuq.trace.record import TraceJob
+from tests.properties import examples
 
 from .helpers import ORIGIN, Log, Run, comparable, job, replay_logged, stops_at_signal, traces
 
@@ -24,7 +25,7 @@ from .helpers import ORIGIN, Log, Run, comparable, job, replay_logged, stops_at_
 STILL = Policy(default_aging_rate=0.0)
 modes = st.sampled_from(list(Mode))
 shapes = st.tuples(st.integers(1, 3), st.sampled_from([4, 8]))
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PRIORITY = {c.name: c.priority for c in DEFAULT_CLASSES}
 
 
@@ -208,7 +209,7 @@ def test_a_graceful_victim_keeps_its_gpus_through_the_grace_period() -> None:
                      (3700.0, "finish", "1")]  # fmt: skip
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(jobs=traces(), shape=shapes)
 def test_graceful_and_suspend_lose_nothing_and_cancel_kills_every_victim(
     jobs: list[TraceJob], shape: tuple[int, int]
@@ -261,7 +262,7 @@ def test_recorded_start_times_replay_exactly_without_contention() -> None:
     assert result.wait.max_s == 0.0
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(jobs=traces(), shape=shapes, mode=modes)
 def test_a_replay_is_deterministic(jobs: list[TraceJob], shape: tuple[int, int], mode: Mode) -> None:
     nodes, per_node = shape

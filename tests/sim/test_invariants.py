@@ -12,6 +12,7 @@ from gpuq.policy.config import Mode, Policy
 from gpuq.sim import ClusterSpec, Simulator, actions, convert, generate_jobs
 from gpuq.sim.jobs import CANCELLED, COMPLETED, PENDING, RUNNING, SUSPENDED
 from gpuq.sim.state import dump, load
+from tests.properties import examples
 
 from .helpers import check_invariants, step_all
 
@@ -37,7 +38,7 @@ def _sim(seed: int, count: int, cluster: ClusterSpec, policy: Policy, load: floa
     return sim
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), count=st.integers(1, 60), cluster=clusters, policy=policies)
 def test_invariants_hold_at_every_event(seed: int, count: int, cluster: ClusterSpec, policy: Policy) -> None:
     sim = _sim(seed, count, cluster, policy)
@@ -58,7 +59,7 @@ def test_invariants_hold_at_every_event(seed: int, count: int, cluster: ClusterS
     assert abs(sim.closed_gpu_s - sum(j.gpu_s for j in sim.history)) < 1e-6 * max(1.0, sim.closed_gpu_s)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=st.integers(0, 10**6), cluster=clusters, policy=policies)
 def test_protections_hold_for_automatic_preemptions(seed: int, cluster: ClusterSpec, policy: Policy) -> None:
     sim = _sim(seed, 50, cluster, policy)
@@ -81,7 +82,7 @@ def test_protections_hold_for_automatic_preemptions(seed: int, cluster: ClusterS
                 assert len(recent) <= policy.max_preemptions_per_day
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=st.integers(0, 10**6), policy=policies, cut=st.floats(0.1, 0.9))
 def test_reproducible_and_resumable(seed: int, policy: Policy, cut: float) -> None:
     cluster = ClusterSpec(nodes=2, gpus_per_node=8)
@@ -104,7 +105,7 @@ def test_reproducible_and_resumable(seed: int, policy: Policy, cut: float) -> No
     assert json.dumps(end) == json.dumps(other)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=st.integers(0, 10**6), policy=policies, picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=4))
 def test_exempt_jobs_are_never_preempted_automatically(seed: int, policy: Policy, picks: list[int]) -> None:
     cluster = ClusterSpec(nodes=2, gpus_per_node=8)
@@ -124,7 +125,7 @@ def test_exempt_jobs_are_never_preempted_automatically(seed: int, policy: Policy
             assert event.time.timestamp() >= until
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(seed=st.integers(0, 10**6), policy=policies, cluster=clusters)
 def test_shortcuts_give_the_same_run_as_the_engine_alone(seed: int, policy: Policy, cluster: ClusterSpec) -> None:
     fast = _sim(seed, 40, cluster, policy)

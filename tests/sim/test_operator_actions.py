@@ -15,6 +15,7 @@ from gpuq.policy.config import Mode, Policy
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, actions, convert, generate_jobs
 from gpuq.sim.jobs import RUNNING
 from gpuq.sim.state import dump, load
+from tests.properties import examples
 
 from .helpers import check_invariants, step_all
 
@@ -95,7 +96,7 @@ def test_a_held_job_survives_save_and_restore() -> None:
     assert json.dumps(dump(sim)) == json.dumps(dump(restored))
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), pick=st.integers(0, 10**6), hold_s=st.sampled_from([60.0, 1800.0, 7200.0]))
 def test_held_gpus_stay_with_the_suspended_job(seed: int, pick: int, hold_s: float) -> None:
     cluster = ClusterSpec(nodes=2, gpus_per_node=4)

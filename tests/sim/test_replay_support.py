@@ -14,6 +14,7 @@ from gpuq.policy.config import Mode, Policy
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, generate_jobs
 from gpuq.sim.jobs import CANCELLED, COMPLETED, SimJob
 from gpuq.sim.state import dump, load
+from tests.properties import examples
 
 from .helpers import check_invariants
 
@@ -80,7 +81,7 @@ def _sim(seed: int, policy: Policy, save: float, restore: float) -> Simulator:
     return sim
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), policy=policies, cost=costs, cut=st.floats(0.1, 0.9))
 def test_checkpoint_costs_replay_the_same_when_resumed(seed: int, policy: Policy, cost: tuple[float, float],
                                                         cut: float) -> None:  # fmt: skip

@@ -15,11 +15,12 @@ from gpuq.backends.slurm.trace import read_sacct_json, read_sacct_parsable
 from gpuq.errors import GpuqError
 from gpuq.trace.record import TraceJob
 from tests import fuzzing
+from tests.properties import examples
 from tests.slurm.samples import LIVE
 
 _FUZZ = settings(
     deadline=None,
-    max_examples=300,
+    max_examples=examples(300),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
 )
 _PARSABLE = (LIVE / "sacct-trace-D.txt").read_bytes()

@@ -10,6 +10,7 @@ from gpuq.model import JobState
 from gpuq.views.groups import GroupRow, group_rows, state_summary
 from gpuq.views.queue import QueueRow, SlaStatus
 from tests.factories import make_job
+from tests.properties import examples
 
 _R, _P = JobState.RUNNING, JobState.PENDING
 
@@ -69,7 +70,7 @@ def test_rows_without_owners_are_unchanged() -> None:
     assert group_rows(rows) == rows
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.sampled_from([None, "Job/a/x", "Job/a/y", "Job/b/x"]), max_size=20))
 def test_every_row_appears_once_and_groups_hold_exactly_their_owners_pods(owners: list[str | None]) -> None:
     rows = [_row(str(i), owner) for i, owner in enumerate(owners)]

@@ -15,6 +15,7 @@ from gpuq.errors import BadInput
 from gpuq.model import JobState
 from gpuq.views import queue as q
 from tests.factories import make_job
+from tests.properties import examples
 
 RANKS = {"urgent": 1000, "normal": 100, "low": 10}
 
@@ -58,7 +59,7 @@ _KEYS = st.lists(
 ).map(lambda ks: tuple(q.SortKey(n, d) for n, d in ks))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_SPECS, _KEYS, st.booleans())
 def test_sort_matches_a_plain_comparison_sort(
     specs: list[tuple[float, float, int, str, str]], keys: tuple[q.SortKey, ...], reverse: bool
@@ -104,7 +105,7 @@ def test_parse_sort_refuses_unknown_keys(bad: str) -> None:
         q.parse_sort([bad])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_SPECS, _KEYS, st.booleans(), st.integers(1, 6))
 def test_the_paced_sort_gives_the_same_order(
     specs: list[tuple[float, float, int, str, str]], keys: tuple[q.SortKey, ...], reverse: bool, chunk: int
@@ -136,7 +137,7 @@ _NUMERIC = st.lists(
 ).map(lambda ks: tuple(q.SortKey(n, d) for n, d in ks))  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
                        st.sampled_from([JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED])), max_size=30),

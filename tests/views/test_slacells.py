@@ -28,6 +28,7 @@ from gpuq.views.slacells import (
     wait_histogram,
 )
 from tests.factories import make_job, make_snapshot
+from tests.properties import examples
 
 NOW = 1_800_000_000.0
 
@@ -86,7 +87,7 @@ def test_histogram_bins_and_labels() -> None:
     assert open_bins[-1].high is None and open_bins[-1].label.startswith("≥") and open_bins[-1].started == 1
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.floats(0, 4e6, allow_nan=False), max_size=50), st.lists(st.floats(0, 4e6), max_size=20),
        st.integers(1, 12))  # fmt: skip
 def test_every_wait_falls_in_exactly_its_bin(started: list[float], pending: list[float], bins: int) -> None:
