@@ -99,7 +99,8 @@ class ActionPlan(msgspec.Struct, frozen=True):
     `foreseen`: set by the service, what the operator was shown the action would set off (a
     bump's preview); a backend that schedules itself (the demo) carries that out while it is
     still valid, and every backend that can tell reports what really happened
-    (`ActionResult.preempted`).
+    (`ActionResult.preempted`). `noop`: nothing would change (`message` says why: e.g. `bump
+    --urgent` of a job already above what it would set); confirmed and audited, never applied.
     """
 
     action: str
@@ -113,6 +114,7 @@ class ActionPlan(msgspec.Struct, frozen=True):
     guard: Mapping[str, Any] = msgspec.field(default_factory=lambda: _NO_FIELDS)
     payload: Mapping[str, Any] = msgspec.field(default_factory=lambda: _NO_FIELDS)
     foreseen: Foreseen | None = None
+    noop: bool = False
 
 
 class ActionResult(msgspec.Struct, frozen=True):

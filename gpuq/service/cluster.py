@@ -256,6 +256,8 @@ class Cluster:
                 how = f"--to {to}" if to is not None else f"--by {by} (from {job.priority} gives {new})"
                 raise BadInput(f"{how}: priority must be an integer from {lo} to {hi} (use --urgent for the top)")
             plan = self.backend.prepare_bump(job.id, change, reason=reason)
+            if plan.noop:  # (e.g. --urgent on a job already above what it would set: never lowered)
+                return self._pending("bump", job.id, args, reason, plan, None, noop=True)
             preview = None
             if job.is_pending:
                 preview = self.preview(self.job_request(job.id, snapshot, priority=new, urgent=urgent), snapshot)
