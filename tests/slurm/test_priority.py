@@ -161,7 +161,8 @@ def test_cli_what_if_by_qos_counts_slurmctlds_priority(tmp_path: Path, monkeypat
 
 @pytest.mark.usefixtures("fake")
 @pytest.mark.parametrize(
-    ("flag", "known"), [("--qos", "(QOS: exempt, low, lowgrace, normal, urgent)"), ("--partition", "(partitions: debug, gpu)")]
+    ("flag", "known"),
+    [("--qos", "(QOS: exempt, low, lowgrace, normal, urgent)"), ("--partition", "(partitions: debug, gpu)")],
 )
 def test_cli_unknown_qos_or_partition_is_a_usage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str, known: str

@@ -294,8 +294,12 @@ class SlurmBackend(Backend):
         on release (`priority.request_priority`); BadInput for an unknown QOS or partition."""
         from gpuq.backends.slurm.priority import is_held, request_priority
 
-        cfg = self.configs.fresh_config(since=snapshot.now)
         job = snapshot.job(request.job_id) if request.job_id is not None else None
+        if request.job_id is not None and (job is None or not is_held(job)):
+            return None  # a job's own priority stands (no config read for it)
+        if not request.hints and (request.priority is not None or request.urgent):
+            return None
+        cfg = self.configs.fresh_config(since=snapshot.now)
         nice = None
         if job is not None and request.priority is None and is_held(job):
             with contextlib.suppress(GpuqError):  # (unread: counted as 0, and said so)
