@@ -36,6 +36,7 @@ __all__ = [
     "Foreseen",
     "Capabilities",
     "NativePlan",
+    "NativePriority",
     "NativeVictim",
     "OptionSpec",
     "PriorityChange",
@@ -98,7 +99,8 @@ class ActionPlan(msgspec.Struct, frozen=True):
     `foreseen`: set by the service, what the operator was shown the action would set off (a
     bump's preview); a backend that schedules itself (the demo) carries that out while it is
     still valid, and every backend that can tell reports what really happened
-    (`ActionResult.preempted`).
+    (`ActionResult.preempted`). `noop`: nothing would change (`message` says why: e.g. `bump
+    --urgent` of a job already above what it would set); confirmed and audited, never applied.
     """
 
     action: str
@@ -112,6 +114,7 @@ class ActionPlan(msgspec.Struct, frozen=True):
     guard: Mapping[str, Any] = msgspec.field(default_factory=lambda: _NO_FIELDS)
     payload: Mapping[str, Any] = msgspec.field(default_factory=lambda: _NO_FIELDS)
     foreseen: Foreseen | None = None
+    noop: bool = False
 
 
 class ActionResult(msgspec.Struct, frozen=True):
@@ -168,6 +171,15 @@ class NativePlan(msgspec.Struct, frozen=True):
             "victims": [v.to_dict() for v in self.victims],
             "notes": list(self.notes),
         }
+
+
+class NativePriority(msgspec.Struct, frozen=True):
+    """The priority the native scheduler would give a request now (`Backend.native_priority`):
+    `priority`, and `how` it was found, one sentence a preview says first (what was estimated;
+    for a held job, that it is held and why)."""
+
+    priority: int
+    how: str
 
 
 _KIND_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
@@ -318,6 +330,14 @@ class Backend(ABC):
 
     def native_preview(self, snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None:
         """What the native scheduler would preempt for `request`, when the backend can tell."""
+        return None
+
+    def native_priority(self, snapshot: Snapshot, request: PreviewRequest) -> NativePriority | None:
+        """The priority the native scheduler would give `request` now, where it computes one
+        itself (Slurm's multifactor priority): asked for every what-if and every job's own request
+        without a priority given (`request.priority` None; a job request carries its job id).
+        None: the request's priority stands (the class's default, the job's own). Raises BadInput
+        for a hint naming what the cluster does not have (Slurm: a QOS, a partition)."""
         return None
 
     # -- history (only when `capabilities.history`)

@@ -49,7 +49,7 @@ from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.sim import ClusterSpec, Simulator, WorkloadStream, actions, convert
 from gpuq.sim import state as sim_state
 from gpuq.sim.incident import shows_incident
-from gpuq.sim.jobs import SimJob
+from gpuq.sim.jobs import PENDING, SimJob
 from gpuq.timefmt import format_time
 
 if TYPE_CHECKING:
@@ -352,6 +352,14 @@ class DemoBackend(Backend):
             job = actions.visible(sim, job_id)
             before, after = actions.bump(sim, job_id, priority=change.new_priority(job.priority),
                                          urgent=change.urgent, dry_run=True)  # fmt: skip
+            if change.urgent and not job.urgent:
+                # Urgency stands for the policy's urgent priority: never lower a job already above it.
+                now_at = sim.rules.priority_of(job, sim.now, queued=job.state == PENDING)
+                if now_at > sim.rules.urgent:
+                    said = (f"job {job_id} is already at effective priority {now_at:g}, above the "
+                            f"urgent priority {sim.rules.urgent:g}: --urgent would lower it; "
+                            "nothing changed")  # fmt: skip
+                    return ActionPlan("bump", job_id, before, before, message=said, noop=True)
             what = "urgent" if after["urgent"] and not before["urgent"] else f"priority {after['priority']}"
             return ActionPlan("bump", job_id, before, after, message=f"bump job {job_id} to {what}",
                               guard=self._guard(sim, job_id), payload={"change": change})  # fmt: skip

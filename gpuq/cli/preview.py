@@ -43,6 +43,8 @@ def show_preview(app: App, view: PreviewView, *, heading: str | None = None) -> 
         return
     if heading:
         say(app, heading)
+    if plan.request.priority_note:  # (before the verdict: it is what the verdict stands on)
+        say(app, f"note: {plan.request.priority_note}")
     answer = verdict(view)
     say(app, (answer.head, _VERDICT_STYLES[answer.kind]), answer.text)
     if plan.victims:

@@ -338,7 +338,9 @@ class PreviewRequest(msgspec.Struct, frozen=True):
     `priority` None means the class's default priority; `queued_since` (epoch seconds) lets the
     request age like a job waiting since then. `hints` are for the native scheduler's own
     prediction and mean something only to the backend that reads them (Slurm: ``partition``,
-    ``qos``); gpuq's policy ignores them.
+    ``qos``); gpuq's policy ignores them. `priority_note`: set where the native scheduler gave
+    `priority` (Slurm's multifactor priority of a what-if, a held job's on release), how it was
+    found; a preview says it first.
     """
 
     gpus: int
@@ -349,3 +351,4 @@ class PreviewRequest(msgspec.Struct, frozen=True):
     job_id: str | None = None
     queued_since: float | None = None
     hints: Mapping[str, str] = msgspec.field(default_factory=dict)
+    priority_note: str | None = None

@@ -66,6 +66,7 @@ class Plan(msgspec.Struct, frozen=True):
                 "job_id": self.request.job_id,
                 "gpus": self.request.gpus,
                 "priority": self.request.priority,
+                "priority_note": self.request.priority_note,
                 "class": self.request.job_class,
                 "tenant": self.request.tenant,
                 "urgent": self.request.urgent,

@@ -160,15 +160,21 @@ class Cluster:
             changes["priority"] = priority
         if urgent:
             changes["urgent"] = True
-        return msgspec.structs.replace(request, **changes) if changes else request
+        if changes:
+            return msgspec.structs.replace(request, **changes)
+        # The job as it stands; a held Slurm job at the priority it gets on release.
+        native = self._native_priority(snapshot, msgspec.structs.replace(request, priority=None))
+        return native or request
 
     def what_if_request(
         self, snapshot: Snapshot, *, gpus: int, priority: int | None = None, job_class: str | None = None,
         tenant: str | None = None, urgent: bool = False, hints: Mapping[str, str] | None = None,
     ) -> PreviewRequest:  # fmt: skip
         """A what-if request. Without a class, a hint that names one of the cluster's classes
-        stands for it (on Slurm the QOS, or the partition under partition_prio). BadInput for a
-        class neither the cluster nor the policy knows, or a priority out of range."""
+        stands for it (on Slurm the QOS, or the partition under partition_prio). Without a
+        priority, the native scheduler's for such a job where it computes one (Slurm's
+        multifactor). BadInput for a class neither the cluster nor the policy knows, a hint the
+        cluster does not have (an unknown QOS or partition), or a priority out of range."""
         self._check_what_if_priority(priority, urgent)
         hints = dict(hints or {})
         names = {c.name for c in snapshot.classes}
@@ -177,8 +183,24 @@ class Cluster:
         elif job_class not in names and job_class not in self.policy.classes:
             known = ", ".join(sorted(names | set(self.policy.classes))) or "none"
             raise BadInput(f"--class {job_class}: no such class on cluster {snapshot.cluster} (classes: {known})")
-        return PreviewRequest(gpus=gpus, priority=priority, job_class=job_class, tenant=tenant, urgent=urgent,
-                              hints=hints)  # fmt: skip
+        request = PreviewRequest(gpus=gpus, priority=priority, job_class=job_class, tenant=tenant, urgent=urgent,
+                                 hints=hints)  # fmt: skip
+        return self._native_priority(snapshot, request) or request
+
+    def _native_priority(self, snapshot: Snapshot, request: PreviewRequest) -> PreviewRequest | None:
+        """`request` at the priority the native scheduler would give it (`Backend.native_priority`,
+        which also refuses hints naming what the cluster lacks), None where its own stands. A read
+        that fails leaves the request as it was: the preview still answers."""
+        try:
+            with self._read_lock:
+                found = self.backend.native_priority(snapshot, request)
+        except BadInput:
+            raise
+        except GpuqError:
+            return None
+        if found is None:
+            return None
+        return msgspec.structs.replace(request, priority=found.priority, priority_note=found.how)
 
     def _check_what_if_priority(self, priority: int | None, urgent: bool) -> None:
         """A preview's priority: one the operator could set (`priority_range`), and not beside
@@ -234,6 +256,8 @@ class Cluster:
                 how = f"--to {to}" if to is not None else f"--by {by} (from {job.priority} gives {new})"
                 raise BadInput(f"{how}: priority must be an integer from {lo} to {hi} (use --urgent for the top)")
             plan = self.backend.prepare_bump(job.id, change, reason=reason)
+            if plan.noop:  # (e.g. --urgent on a job already above what it would set: never lowered)
+                return self._pending("bump", job.id, args, reason, plan, None, noop=True)
             preview = None
             if job.is_pending:
                 preview = self.preview(self.job_request(job.id, snapshot, priority=new, urgent=urgent), snapshot)

@@ -176,6 +176,13 @@ class SlurmActions:
                 what, guarded = f"QOS {urgent_qos}", ("qos",)
             else:
                 top = min(self._top_priority() + 1, PRIORITY_MAX)
+                if top <= job.priority:
+                    # Never lowered: a job already above the pending queue's top keeps its priority.
+                    return self._noop(
+                        "bump", job_id, view,
+                        f"job {job_id} is already at priority {job.priority}, above the top of the pending queue "
+                        f"({top - 1}): --urgent would lower it; nothing changed",
+                    )  # fmt: skip
                 cmd = ["scontrol", "update", f"JobId={job_id}", f"Priority={top}"]
                 expected = {"priority": top, "qos": job.qos}
                 what = f"priority {top} (the top of the pending queue)"
@@ -298,6 +305,12 @@ class SlurmActions:
             "resume", job_id, view, _preempt_fields(view), expected, [["scontrol", "resume", job_id]], [], cfg, (),
             message=f"resume job {job_id}", done=f"resumed job {job_id}", settle=JobState.RUNNING,
         )  # fmt: skip
+
+    def _noop(self, action: str, job_id: str, view: JobView, message: str) -> ActionPlan:
+        """A plan that changes nothing (`ActionPlan.noop`): the service audits it, nothing runs."""
+        fields = _FIELDS[action](view)
+        return ActionPlan(action, job_id, dict(fields), dict(fields), message=message, noop=True,
+                          payload={"key": self._key})  # fmt: skip
 
     def _plan(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -31,6 +32,7 @@ from gpuq.backends.base import (
     Backend,
     Capabilities,
     NativePlan,
+    NativePriority,
     OptionSpec,
     PriorityChange,
 )
@@ -286,6 +288,26 @@ class SlurmBackend(Backend):
         return predict_preemption(
             snapshot, request, cfg, snapshot.now, urgent_qos=self.urgent_qos, raw_ids=self._last.raw_ids
         )
+
+    def native_priority(self, snapshot: Snapshot, request: PreviewRequest) -> NativePriority | None:
+        """The multifactor priority slurmctld would give a what-if by QOS/partition, or a held job
+        on release (`priority.request_priority`); BadInput for an unknown QOS or partition."""
+        from gpuq.backends.slurm.priority import is_held, request_priority
+
+        job = snapshot.job(request.job_id) if request.job_id is not None else None
+        if request.job_id is not None and (job is None or not is_held(job)):
+            return None  # a job's own priority stands (no config read for it)
+        if not request.hints and (request.priority is not None or request.urgent):
+            return None
+        cfg = self.configs.fresh_config(since=snapshot.now)
+        nice = None
+        if job is not None and request.priority is None and is_held(job):
+            with contextlib.suppress(GpuqError):  # (unread: counted as 0, and said so)
+                text = self.runner.run(["scontrol", "show", "job", "-o", self._last.raw_ids.get(job.id, job.id)],
+                                       what=job.id)  # fmt: skip
+                found = re.search(r"\bNice=(-?\d+)", text)
+                nice = int(found.group(1)) if found else None
+        return request_priority(cfg, snapshot, request, nice=nice)
 
 
 def _env_int(name: str, default: int) -> int:

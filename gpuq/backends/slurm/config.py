@@ -12,17 +12,23 @@ from gpuq.backends.slurm.values import NONE_TEXT, expand_hostlist, whole
 from gpuq.model import MAX_PRIORITY
 
 __all__ = [
+    "MULTIFACTOR",
     "QOS_FIELDS",
     "Partition",
     "PreemptConfig",
+    "PriorityWeights",
     "Qos",
     "assoc_mgr_qos_digest",
     "parse_assoc_mgr_qos_names",
     "parse_duration_text",
     "parse_partitions",
     "parse_qos",
+    "parse_weights",
     "parse_show_config",
 ]
+
+MULTIFACTOR = "priority/multifactor"
+_WEEK = 7 * 86400.0
 
 #: ``sacctmgr -n -P show qos format=...`` columns.
 QOS_FIELDS = ("Name", "Priority", "Preempt", "PreemptExemptTime", "PreemptMode", "GraceTime")
@@ -65,6 +71,64 @@ class Partition:
     preempt_mode: str = ""
     default: bool = False
     grace_time_s: float = 0.0
+    #: PriorityJobFactor: the partition factor of the multifactor priority (`priority`)
+    job_factor: int = 1
+
+
+def _int(text: str) -> int:
+    text = text.strip()
+    return int(text) if text.isdigit() else 0
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityWeights:
+    """The ``scontrol show config`` keys the multifactor formula reads."""
+
+    priority_type: str = "priority/basic"
+    age: int = 0
+    assoc: int = 0
+    fairshare: int = 0
+    job_size: int = 0
+    partition: int = 0
+    qos: int = 0
+    tres: str = ""
+    max_age_s: float = _WEEK
+    favor_small: bool = False
+    flags: frozenset[str] = frozenset()
+    site_plugin: str = ""
+
+    @property
+    def multifactor(self) -> bool:
+        return self.priority_type == MULTIFACTOR
+
+    def normalised(self, factor: str) -> bool:
+        """Whether a factor is divided by its highest value (``PriorityFlags=NO_NORMAL_ALL``,
+        ``NO_NORMAL_QOS``, ``NO_NORMAL_PART``: not)."""
+        return not ({"NO_NORMAL_ALL", f"NO_NORMAL_{factor}"} & self.flags)
+
+
+def parse_weights(show: Mapping[str, str]) -> PriorityWeights:
+    """The multifactor weights from ``scontrol show config`` (`config.parse_show_config`)."""
+
+    def text(key: str) -> str:
+        value = show.get(key, "").strip()
+        return "" if value in NONE_TEXT else value
+
+    max_age = parse_duration_text(show.get("PriorityMaxAge", ""))
+    return PriorityWeights(
+        priority_type=text("PriorityType") or "priority/basic",
+        age=_int(show.get("PriorityWeightAge", "")),
+        assoc=_int(show.get("PriorityWeightAssoc", "")),
+        fairshare=_int(show.get("PriorityWeightFairShare", "")),
+        job_size=_int(show.get("PriorityWeightJobSize", "")),
+        partition=_int(show.get("PriorityWeightPartition", "")),
+        qos=_int(show.get("PriorityWeightQOS", "")),
+        tres=text("PriorityWeightTRES"),
+        max_age_s=_WEEK if max_age is None else max_age,
+        favor_small=show.get("PriorityFavorSmall", "").strip().lower() in ("yes", "1", "true"),
+        flags=frozenset(f.strip().upper() for f in show.get("PriorityFlags", "").split(",") if f.strip()),
+        site_plugin=text("PrioritySiteFactorPlugin"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +144,8 @@ class PreemptConfig:
     controller: str = ""
     qos: Mapping[str, Qos] = field(default_factory=dict)
     partitions: Mapping[str, Partition] = field(default_factory=dict)
+    #: the multifactor weights (`priority.parse_weights` of ``scontrol show config``)
+    weights: PriorityWeights = field(default_factory=PriorityWeights)
 
     @property
     def by_qos(self) -> bool:
@@ -226,5 +292,6 @@ def parse_partitions(text: str) -> dict[str, Partition]:
             preempt_mode=f.get("PreemptMode", "").upper(),
             default=f.get("Default", "NO") == "YES",
             grace_time_s=float(whole(f.get("GraceTime", "0") or "0", "GraceTime", 1_000_000_000)),
+            job_factor=whole(f.get("PriorityJobFactor", "1") or "1", "PriorityJobFactor", 65535),
         )
     return out

@@ -34,6 +34,7 @@ from gpuq.backends.slurm.config import (
     parse_partitions,
     parse_qos,
     parse_show_config,
+    parse_weights,
 )
 from gpuq.backends.slurm.jobs import ClassKey
 from gpuq.backends.slurm.runner import Runner, parse_output
@@ -293,6 +294,7 @@ class ConfigReader:
             controller=show.get("SlurmctldHost[0]", ""),
             qos=qos,
             partitions=parts,
+            weights=parse_weights(show),
         )
 
     # ------------------------------------------------------------------ adoption
