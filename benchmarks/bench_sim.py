@@ -13,7 +13,8 @@
    of preempted jobs are not counted) per second spent in `run()`, on one-GPU jobs without and
    with preemption, and on the demo cluster's own workload (16 × 8 GPUs, five classes,
    multi-node jobs, checkpoints, aging, victims chosen by the policy engine's rules), under the
-   default policy (Δ = 0) and as `--backend demo` runs it (its damped site policy and load).
+   old default policy (`UNGUARDED_POLICY`, Δ = 0) and as `--backend demo` runs it (its damped
+   site policy and load).
 3. A yardstick: the bare event loop below runs the preempting one-GPU workload with nothing but
    a heap, a FIFO-by-priority queue and the same victim rule (the most recently started job of
    lower priority: the least lost work) — no Δ, protections, classes, modes, aging, placement or
