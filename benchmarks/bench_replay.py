@@ -15,7 +15,8 @@
    - "1-GPU mix": mostly one-GPU jobs (as the public traces are: 75% 1 GPU, then 2, 4, 8), the
      same classes, Poisson arrivals at a load of 0.9;
    each under a site policy (Δ = 50, minimum runtime 15 min, at most 3 preemptions a day,
-   requeue), under gpuq's default policy (Δ = 0: every priority gap preempts, no protections),
+   requeue), under gpuq's defaults before 12-07 (`UNGUARDED_POLICY`: Δ = 0, every priority gap
+   preempts, no protections),
    and without preemption.
 2. End to end: a 1,000,000-job trace of the demo mix (64x8 GPUs' worth at a load of 0.9),
    written as gpuq's job log to benchmarks/out/replay-trace-1m.jsonl (once; kept), replayed by
@@ -35,12 +36,13 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpuq.policy.config import Mode, Policy  # noqa: E402
+from gpuq.policy.config import UNGUARDED_POLICY, Mode  # noqa: E402
 from gpuq.replay.model import ReplayConfig  # noqa: E402
 from gpuq.replay.run import replay  # noqa: E402
 from gpuq.sim.gcpause import gc_paused  # noqa: E402
@@ -51,8 +53,11 @@ from gpuq.trace.record import TraceJob  # noqa: E402
 OUT = ROOT / "benchmarks" / "out"
 ORIGIN = 1_790_000_000.0
 SHAPE = ClusterSpec(nodes=64, gpus_per_node=8)
-SITE = Policy(delta=50, min_runtime_s=900.0, max_preemptions_per_day=3, mode=Mode.REQUEUE)
-SITE_TOML = '[preemption]\ndelta = 50\nmin_runtime = "15m"\nmax_preemptions_per_day = 3\nmode = "requeue"\n'
+# (the site policy and the unguarded one as they were before the defaults changed on 12-07: figures
+# stay comparable across that change)
+SITE = replace(UNGUARDED_POLICY, delta=50, min_runtime_s=900.0, max_preemptions_per_day=3, mode=Mode.REQUEUE)
+SITE_TOML = ('[preemption]\ndelta = 50\nmin_runtime = "15m"\nmax_preemptions_per_day = 3\nmode = "requeue"\n'
+             'default_checkpoint_interval = "0s"\ncheckpoint_cost = "0s"\nrestore_cost = "0s"\n')
 
 
 def demo_mix(count: int, seed: int = 1, load: float = 0.9) -> list[TraceJob]:
@@ -88,7 +93,7 @@ def one_gpu_mix(count: int, seed: int = 2, load: float = 0.9) -> list[TraceJob]:
 
 
 def one_core(label: str, jobs: list[TraceJob]) -> None:
-    for policy_name, policy, preemption in (("site policy", SITE, True), ("default policy", Policy(), True),
+    for policy_name, policy, preemption in (("site policy", SITE, True), ("default policy", UNGUARDED_POLICY, True),
                                             ("no preemption", SITE, False)):  # fmt: skip
         config = ReplayConfig(policy=policy, nodes=SHAPE.nodes, gpus_per_node=SHAPE.gpus_per_node,
                               preemption=preemption)  # fmt: skip

@@ -13,7 +13,8 @@
    of preempted jobs are not counted) per second spent in `run()`, on one-GPU jobs without and
    with preemption, and on the demo cluster's own workload (16 × 8 GPUs, five classes,
    multi-node jobs, checkpoints, aging, victims chosen by the policy engine's rules), under the
-   default policy (Δ = 0) and as `--backend demo` runs it (its damped site policy and load).
+   old default policy (`UNGUARDED_POLICY`, Δ = 0) and as `--backend demo` runs it (its damped
+   site policy and load).
 3. A yardstick: the bare event loop below runs the preempting one-GPU workload with nothing but
    a heap, a FIFO-by-priority queue and the same victim rule (the most recently started job of
    lower priority: the least lost work) — no Δ, protections, classes, modes, aging, placement or
@@ -32,6 +33,7 @@ import heapq
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,12 +47,12 @@ from gpuq.backends.demo import DEMO_POLICY  # noqa: E402
 from gpuq.backends.demo import LOAD as DEMO_LOAD  # noqa: E402
 from gpuq.backends.demo import MAX_PENDING as DEMO_MAX_PENDING  # noqa: E402
 from gpuq.model import JobClass  # noqa: E402
-from gpuq.policy.config import Mode, Policy  # noqa: E402
+from gpuq.policy.config import UNGUARDED_POLICY, Mode  # noqa: E402
 from gpuq.sim.simulator import Simulator  # noqa: E402
 from gpuq.sim.workload import ClusterSpec, JobSpec, WorkloadStream  # noqa: E402
 
 SEED_CLASSES = (JobClass("batch", priority=0, preemptible=True),)
-LOSSLESS = Policy(mode=Mode.GRACEFUL, grace_period_s=0.0, delta=0.0)
+LOSSLESS = replace(UNGUARDED_POLICY, mode=Mode.GRACEFUL, grace_period_s=0.0)
 START = 1_800_000_000.0
 
 
@@ -140,13 +142,15 @@ def bare_loop(specs: list[JobSpec], gpus: int) -> tuple[float, int, int]:
 
 
 def demo_run(days: float, seed: int, backend_settings: bool = False) -> tuple[float, Simulator]:
-    """The demo cluster's workload under the default policy (Δ = 0: every gap preempts), or with
+    """The demo cluster's workload under gpuq's old defaults (`UNGUARDED_POLICY`, Δ = 0: every gap
+    preempts; kept so the figures stay comparable), or with
     `backend_settings` exactly as `--backend demo` runs it (its damped site policy and load)."""
     if backend_settings:
         sim = Simulator(policy=DEMO_POLICY, stream=WorkloadStream(seed, ClusterSpec(), load=DEMO_LOAD), start=START,
                         max_pending=DEMO_MAX_PENDING)
     else:
-        sim = Simulator(stream=WorkloadStream(seed, ClusterSpec(), load=1.05), start=START, max_pending=300)
+        sim = Simulator(policy=UNGUARDED_POLICY, stream=WorkloadStream(seed, ClusterSpec(), load=1.05), start=START,
+                        max_pending=300)
     t = time.perf_counter()
     sim.run_until(START + days * 86400)
     return time.perf_counter() - t, sim

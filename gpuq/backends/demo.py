@@ -83,10 +83,10 @@ def _default_state_dir() -> Path:
     return state_dir()
 
 
-#: The simulated site's policy, used when the operator configured none. gpuq's bare defaults
-#: (delta 0, no minimum runtime, no cap) let equal-class neighbours churn; a real site damps that,
-#: and so does the demo. Preview and simulator both use it, so they agree.
-DEMO_POLICY = Policy(delta=50, min_runtime_s=900.0, max_preemptions_per_day=3)
+#: The simulated site's policy, used when the operator configured none: a site of its own, with
+#: a shorter minimum runtime than gpuq's defaults and no assumed checkpoints for jobs that report
+#: none (a third of its jobs report theirs). Preview and simulator both use it, so they agree.
+DEMO_POLICY = Policy(delta=50, min_runtime_s=900.0, max_preemptions_per_day=3, default_checkpoint_interval_s=0.0)
 
 
 class StateNotSaved(GpuqError):

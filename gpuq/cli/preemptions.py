@@ -17,10 +17,10 @@ import click
 
 from gpuq.cli.csvsections import keyed_rows, section_rows
 from gpuq.cli.options import App, global_options, pass_app, watchable
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say, warn
 from gpuq.timefmt import format_time
 from gpuq.views.columns import PREEMPTION_EVENTS, PREEMPTION_JOBS
-from gpuq.views.preemptions import LedgerEvent, LedgerView, ledger_view
+from gpuq.views.preemptions import LedgerEvent, LedgerView, ledger_thrash, ledger_view
 
 __all__ = ["event_document", "preemptions"]
 
@@ -62,7 +62,11 @@ CSV_HEADER = (
 @pass_app
 def preemptions(app: App, limit: int) -> None:
     """Per-job preemption counts (total / last 24h) and the most recent preemption events."""
-    view = ledger_view(app.snapshot(), limit=limit)
+    snapshot = app.snapshot()
+    view = ledger_view(snapshot, limit=limit)
+    thrash = ledger_thrash(app.cluster, snapshot)
+    if thrash.flagged:
+        warn(f"{snapshot.cluster}: {thrash.summary()}")
     if app.output == "json":
         emit_json(ledger_document(view))
         return

@@ -16,12 +16,20 @@ from typing import Any, TypeVar
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.render import emit_csv, emit_json, print_table, say
+from gpuq.cli.render import emit_csv, emit_json, print_table, say, warn
 from gpuq.cli.traceopts import trace_args, trace_options
 from gpuq.service import Mode
 from gpuq.service.replay import ReplayRequest, replay_trace
 from gpuq.timefmt import parse_duration
-from gpuq.views.replay import REPLAY_CLASSES, REPLAY_COMPARE, REPLAY_SUMMARY, replay_csv, replay_json, replay_view
+from gpuq.views.replay import (
+    REPLAY_CLASSES,
+    REPLAY_COMPARE,
+    REPLAY_SUMMARY,
+    replay_csv,
+    replay_json,
+    replay_view,
+    replay_warnings,
+)
 
 __all__ = ["replay"]
 
@@ -54,8 +62,8 @@ def _duration_option(name: str, text: str) -> Callable[[F], F]:
 )
 @click.option("--compare", is_flag=True, help="Replay every strategy, and no preemption, side by side.")
 @click.option("--no-preemption", is_flag=True, help="Never preempt: plain priority order with backfill.")
-@_duration_option("--checkpoint-cost", "What one checkpoint save costs a job, e.g. 30s (default 0).")
-@_duration_option("--restore-cost", "What restoring a checkpoint costs a restarted job, e.g. 60s (default 0).")
+@_duration_option("--checkpoint-cost", "What one checkpoint save costs a job, e.g. 30s (default: the policy's).")
+@_duration_option("--restore-cost", "What a restarted job's restore costs, e.g. 60s (default: the policy's).")
 @_duration_option(
     "--checkpoint-interval",
     "The interval every job saves at, e.g. 20m (default: the job's own, else the policy's default).",
@@ -91,10 +99,12 @@ def replay(
     request = ReplayRequest(
         trace=trace, trace_options=options, policy_file=app.options.policy, config=app.config,
         cluster=app.options.cluster, shape=cluster_shape, strategy=strategy, compare=compare,
-        preemption=not no_preemption, checkpoint_cost_s=checkpoint_cost or 0.0, restore_cost_s=restore_cost or 0.0,
+        preemption=not no_preemption, checkpoint_cost_s=checkpoint_cost, restore_cost_s=restore_cost,
         checkpoint_interval_s=checkpoint_interval, seed=int(options["seed"]),
     )  # fmt: skip
     report = replay_trace(request, events_path=events_path)
+    for line in replay_warnings(report):
+        warn(line)
     if app.output == "json":
         emit_json(replay_json(report))
         return

@@ -18,14 +18,22 @@ from typing import Any
 import click
 
 from gpuq.cli.options import App, global_options, pass_app
-from gpuq.cli.render import emit_csv, emit_json, print_table, say
+from gpuq.cli.render import emit_csv, emit_json, print_table, say, warn
 from gpuq.cli.table import terminal_width, write_lines
 from gpuq.cli.traceopts import trace_args, trace_options
 from gpuq.errors import BadInput
 from gpuq.service import Mode
 from gpuq.service.tuning import GRID_KEYS, ArrayOptions, TuneReport, TuneRequest, run_task, tune, write_best_policy
 from gpuq.service.tuning import write_charts as write_chart_files
-from gpuq.views.tune import percentile_lines, scatter_lines, tune_csv, tune_json, tune_view, utilisation_line
+from gpuq.views.tune import (
+    percentile_lines,
+    scatter_lines,
+    tune_csv,
+    tune_json,
+    tune_view,
+    tune_warnings,
+    utilisation_line,
+)
 
 __all__ = ["tune_command"]
 
@@ -167,6 +175,8 @@ def tune_command(
 
 
 def _show(app: App, report: TuneReport, policy_file: str | None, charts: list[str]) -> None:
+    for line in tune_warnings(report):
+        warn(line)
     if app.output == "json":
         emit_json(tune_json(report, policy_file=policy_file, charts=charts))
         return

@@ -24,8 +24,10 @@ def _finite(value: float, what: str) -> None:
 
 def check_model(model: CheckpointModel) -> None:
     """BadInput for a cost or an interval that is negative or not finite."""
-    _finite(model.save_cost_s, "checkpoint cost")
-    _finite(model.restore_cost_s, "restore cost")
+    if model.save_cost_s is not None:
+        _finite(model.save_cost_s, "checkpoint cost")
+    if model.restore_cost_s is not None:
+        _finite(model.restore_cost_s, "restore cost")
     if model.interval_s is not None:
         _finite(model.interval_s, "checkpoint interval")
     for name, interval in model.class_intervals.items():

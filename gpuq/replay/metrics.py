@@ -23,6 +23,7 @@ from typing import Final
 
 from gpuq.model import JobClass
 from gpuq.policy.config import Policy
+from gpuq.policy.thrash import Thrash
 from gpuq.replay.model import ClassStats, ReplayResult, WaitStats
 from gpuq.sim.retired import Retired, most_in_a_day
 from gpuq.sla import nearest_rank
@@ -121,6 +122,7 @@ def result(
     nodes: int,
     gpus_per_node: int,
     log: tuple[tuple[float, str, str, str | None], ...],
+    thrash: Thrash | None = None,
 ) -> ReplayResult:
     """The `ReplayResult` of a finished run."""
     jobs = sum(jobs_per_class.values())
@@ -157,4 +159,5 @@ def result(
         origin_s=origin,
         nodes=nodes,
         gpus_per_node=gpus_per_node,
+        thrash=thrash,
     )

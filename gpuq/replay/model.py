@@ -14,6 +14,7 @@ from typing import Any
 
 from gpuq.model import JobClass
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
+from gpuq.policy.thrash import Thrash
 
 __all__ = ["CheckpointModel", "ClassStats", "ReplayConfig", "ReplayResult", "WaitStats"]
 
@@ -21,13 +22,20 @@ __all__ = ["CheckpointModel", "ClassStats", "ReplayConfig", "ReplayResult", "Wai
 @dataclass(frozen=True, slots=True)
 class CheckpointModel:
     """What checkpoints cost: `save_cost_s` per save (overhead on useful work), `restore_cost_s`
-    per restart; the interval per class (`class_intervals`), else `interval_s`, else the job's own
-    recorded interval, else the policy's default; None/0 everywhere: the job saves nothing."""
+    per restart, each None for the policy's (`Policy.checkpoint_cost_s`, `restore_cost_s`); the
+    interval per class (`class_intervals`), else `interval_s`, else the job's own recorded
+    interval, else the policy's default; None/0 everywhere: the job saves nothing."""
 
-    save_cost_s: float = 0.0
-    restore_cost_s: float = 0.0
+    save_cost_s: float | None = None
+    restore_cost_s: float | None = None
     interval_s: float | None = None
     class_intervals: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+    def costs(self, policy: Policy) -> tuple[float, float]:
+        """(save, restore) seconds: this model's, else the policy's."""
+        save = policy.checkpoint_cost_s if self.save_cost_s is None else self.save_cost_s
+        restore = policy.restore_cost_s if self.restore_cost_s is None else self.restore_cost_s
+        return save, restore
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +132,8 @@ class ReplayResult:
     #: the makespan: together, the cluster's GPUs × makespan
     busy_gpu_hours: float = 0.0
     idle_gpu_hours: float = 0.0
+    #: the thrash guard over the replay's preemptions (`gpuq.policy.thrash`); None: not judged
+    thrash: Thrash | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The `gpuq replay -o json` document: the issue's keys first, then the model's others."""
@@ -153,6 +163,7 @@ class ReplayResult:
             "gpus_per_node": self.gpus_per_node,
             "busy_gpu_hours": self.busy_gpu_hours,
             "idle_gpu_hours": self.idle_gpu_hours,
+            "thrash": None if self.thrash is None else self.thrash.to_dict(),
             "utilisation_series": [[t, u] for t, u in self.utilisation_series],
             "wait_percentiles": {name: list(values) for name, values in self.wait_percentiles.items()},
             "log": [list(entry) for entry in self.log],
@@ -196,4 +207,5 @@ class ReplayResult:
             gpus_per_node=int(raw.get("gpus_per_node", 0)),
             busy_gpu_hours=float(raw.get("busy_gpu_hours", 0.0)),
             idle_gpu_hours=float(raw.get("idle_gpu_hours", 0.0)),
+            thrash=Thrash.from_dict(raw["thrash"]) if raw.get("thrash") is not None else None,
         )

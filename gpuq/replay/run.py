@@ -27,6 +27,7 @@ from typing import Final, NamedTuple
 from gpuq.errors import BadInput
 from gpuq.model import DAY_S
 from gpuq.policy.config import ClassPolicy, Mode, Policy
+from gpuq.policy.thrash import detect, limits_for
 from gpuq.replay import metrics
 from gpuq.replay.checkpoint import check_model, young_daly
 from gpuq.replay.model import ReplayConfig, ReplayResult
@@ -49,6 +50,9 @@ _NAMES: Final = {"arrive": "submit"}
 #: the series' buckets: about this many over the submit span (coarsened afterwards)
 _BUCKETS: Final = 200
 _MAX_NODES, _MAX_GPUS_PER_NODE = 1_000_000, 1024
+#: the latest preemptions a replay keeps for its thrash guard (`gpuq.policy.thrash`): a few MiB
+#: at most, however much a policy churns
+KEPT_PREEMPTIONS: Final = 200_000
 
 
 class ReplayEvent(NamedTuple):
@@ -122,9 +126,9 @@ def replay_prepared(
 def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEvent], None] | None) -> ReplayResult:
     policy, strategy = _policy(config, (c.name for c in prepared.classes))
     cluster = ClusterSpec(nodes=config.nodes, gpus_per_node=config.gpus_per_node)
+    save, restore = config.checkpoint.costs(policy)
     sim = Simulator(policy=policy, cluster=cluster, classes=prepared.classes, name="replay", history_limit=0,
-                    event_limit=0, checkpoint_cost_s=config.checkpoint.save_cost_s,
-                    restore_cost_s=config.checkpoint.restore_cost_s)  # fmt: skip
+                    event_limit=KEPT_PREEMPTIONS, checkpoint_cost_s=save, restore_cost_s=restore)  # fmt: skip
     retired = Retired(prepared.classes)
     sim.retired = retired
     log: list[tuple[float, str, str, str | None]] | None = [] if config.event_log else None
@@ -164,14 +168,18 @@ def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEve
         retired.unfinished(left, sim.now)
     idle = sim.idle_gpu_s - capacity * (sim.now - makespan)  # (after the last end every GPU is idle)
     mtbp = retired.run_s / sim.preemptions if sim.preemptions else None
+    busy = sim.busy_gpu_s()
+    thrash = detect(((t, victim, by, lost) for t, victim, by, _, lost, _, _ in sim.preemption_log), limits_for(policy),
+                    work_gpu_s=busy - sim.overhead_gpu_s, lost_gpu_s=sim.lost_gpu_s,
+                    partial=sim.preemptions > len(sim.preemption_log))  # fmt: skip
     return metrics.result(
         strategy=strategy, retired=retired, series=series, classes=prepared.classes,
         jobs_per_class=jobs_per_class, policy=policy, capacity=capacity, makespan=makespan,
-        busy_gpu_s=sim.busy_gpu_s(), idle_gpu_s=idle, lost_gpu_s=sim.lost_gpu_s, overhead_gpu_s=sim.overhead_gpu_s,
+        busy_gpu_s=busy, idle_gpu_s=idle, lost_gpu_s=sim.lost_gpu_s, overhead_gpu_s=sim.overhead_gpu_s,
         gpu_seconds=prepared.gpu_seconds, preemptions=sim.preemptions, events=sim.events_processed,
-        sim_wall_s=wall, suggested=young_daly(config.checkpoint.save_cost_s, mtbp), unfinished=len(left),
+        sim_wall_s=wall, suggested=young_daly(save, mtbp), unfinished=len(left),
         skipped=prepared.skipped, origin=prepared.origin, nodes=config.nodes, gpus_per_node=config.gpus_per_node,
-        log=() if log is None else tuple(log),
+        log=() if log is None else tuple(log), thrash=thrash,
     )  # fmt: skip
 
 

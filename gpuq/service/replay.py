@@ -58,8 +58,8 @@ class ReplayRequest:
     strategy: str | None = None  # a `Mode` value; None: the policy's own mode
     compare: bool = False
     preemption: bool = True
-    checkpoint_cost_s: float = 0.0
-    restore_cost_s: float = 0.0
+    checkpoint_cost_s: float | None = None  # None: the policy's
+    restore_cost_s: float | None = None
     checkpoint_interval_s: float | None = None
     seed: int = 0
 

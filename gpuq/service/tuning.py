@@ -305,15 +305,11 @@ def run_task(
 def write_best_policy(report: TuneReport, path: str) -> Path:
     """The best point's policy as a policy file (`--policy` reads it back)."""
     best = report.ranking.best
-    replay_only = [f"{k}={report.grid.axes[i].shown(v)}" for i, (k, v) in enumerate(best.point.values)
-                   if k in ("checkpoint_cost", "restore_cost")]  # fmt: skip
     comments = [
         f"written by gpuq tune: the best of {len(report.ranking.rows)} points, {best.point.id} ({best.point.label})",
         f"score {best.score:.6g} with {report.ranking.weights.as_text()}; trace {report.trace}",
         f"base policy: {report.policy_source}; cluster {report.base.nodes}x{report.base.gpus_per_node}",
     ]
-    if replay_only:
-        comments.append("replayed with " + ", ".join(replay_only) + " (the replay's checkpoint costs, not policy keys)")
     target = Path(path)
     try:
         target.write_text(policy_toml(report.best_policy, comments), encoding="utf-8")

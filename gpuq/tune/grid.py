@@ -73,8 +73,8 @@ KEYS: Mapping[str, _Key] = MappingProxyType({
                                     "daily cap of preemptions per job (0: none)"),
     "checkpoint_interval": _Key(_Kind.DURATION, "preemption.default_checkpoint_interval",
                                 "every job saves this often (0: never)"),
-    "checkpoint_cost": _Key(_Kind.DURATION, None, "time one checkpoint save takes"),
-    "restore_cost": _Key(_Kind.DURATION, None, "time a restart takes to restore"),
+    "checkpoint_cost": _Key(_Kind.DURATION, "preemption.checkpoint_cost", "time one checkpoint save takes"),
+    "restore_cost": _Key(_Kind.DURATION, "preemption.restore_cost", "time a restart takes to restore"),
     "strategy": _Key(_Kind.MODE, "preemption.mode", "how a victim is preempted"),
     "aging_rate": _Key(_Kind.NUMBER, "aging.default_rate", "priority points per minute past max_wait"),
     "lost_work_weight": _Key(_Kind.NUMBER, "victim_cost.lost_work_weight", "victim cost per GPU-second lost"),
@@ -271,7 +271,7 @@ def apply_point(base: ReplayConfig, point: Point) -> ReplayConfig:
     `checkpoint_interval` sets both the interval every job saves at in the replay and the
     policy's default interval (the victim cost then counts the same work as lost, and a policy
     file written from the point carries it); `strategy` sets the policy's mode and the replay's
-    strategy; `checkpoint_cost` and `restore_cost` are the replay's alone."""
+    strategy; `checkpoint_cost` and `restore_cost` set the policy's costs and the replay's."""
     policy = base.policy
     checkpoint = base.checkpoint
     strategy = base.strategy
@@ -282,8 +282,10 @@ def apply_point(base: ReplayConfig, point: Point) -> ReplayConfig:
             policy_changes["default_checkpoint_interval_s"] = float(value)
             checkpoint = replace(checkpoint, interval_s=float(value))
         elif key == "checkpoint_cost":
+            policy_changes["checkpoint_cost_s"] = float(value)
             checkpoint = replace(checkpoint, save_cost_s=float(value))
         elif key == "restore_cost":
+            policy_changes["restore_cost_s"] = float(value)
             checkpoint = replace(checkpoint, restore_cost_s=float(value))
         elif key == "strategy":
             assert isinstance(value, Mode)  # noqa: S101 - parse_axis made it one
@@ -307,6 +309,8 @@ _POLICY_FIELDS = {
     "grace_period": "grace_period_s",
     "max_preemptions_per_day": "max_preemptions_per_day",
     "checkpoint_interval": "default_checkpoint_interval_s",
+    "checkpoint_cost": "checkpoint_cost_s",
+    "restore_cost": "restore_cost_s",
     "aging_rate": "default_aging_rate",
     "lost_work_weight": "lost_work_weight",
     "priority_weight": "priority_weight",

@@ -54,6 +54,8 @@ def policy_toml(policy: Policy, comments: Iterable[str] = ()) -> str:
         _duration("min_runtime", policy.min_runtime_s),
         f"max_preemptions_per_day = {int(policy.max_preemptions_per_day)}",
         _duration("default_checkpoint_interval", policy.default_checkpoint_interval_s),
+        _duration("checkpoint_cost", policy.checkpoint_cost_s),
+        _duration("restore_cost", policy.restore_cost_s),
         f"urgent_priority = {int(policy.urgent_priority)}",
         "",
         "[victim_cost]",

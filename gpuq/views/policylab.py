@@ -77,6 +77,12 @@ def _breaches(r: ReplayResult) -> float:
     return float(sum(c.sla_breaches for c in r.classes.values()))
 
 
+def _lost_share(r: ReplayResult) -> float:
+    """The share of the work lost, where the guard finds it too much (else 0: not shown)."""
+    thrash = r.thrash
+    return (thrash.lost_share or 0.0) if thrash is not None and thrash.too_much_lost else 0.0
+
+
 METRICS: Final[tuple[Metric, ...]] = (
     Metric("Utilisation", lambda r: r.utilisation, _pct, higher_is_better=True),
     Metric("Useful utilisation", lambda r: r.useful_utilisation, _pct, higher_is_better=True),
@@ -88,6 +94,14 @@ METRICS: Final[tuple[Metric, ...]] = (
     Metric("Checkpoint overhead GPU-h", lambda r: r.checkpoint_overhead_gpu_hours, format_gpu_hours),
     Metric("Jobs cancelled", lambda r: float(r.cancelled), _count, only_when_any=True),
     Metric("Jobs unfinished", lambda r: float(r.unfinished), _count, only_when_any=True),
+    # the thrash guard (`gpuq.policy.thrash`), against the policy's protections or gpuq's defaults'
+    Metric("Thrash: jobs over the daily cap", lambda r: float(r.thrash.over_cap) if r.thrash else 0.0, _count,
+           only_when_any=True),
+    Metric("Thrash: preempted again too soon", lambda r: float(r.thrash.too_soon) if r.thrash else 0.0, _count,
+           only_when_any=True),
+    Metric("Thrash: pairs taking turns", lambda r: float(r.thrash.pairs_taking_turns) if r.thrash else 0.0, _count,
+           only_when_any=True),
+    Metric("Thrash: lost share of the work", _lost_share, _pct, only_when_any=True),
 )
 
 

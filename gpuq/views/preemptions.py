@@ -9,6 +9,7 @@ import msgspec
 
 from gpuq.model import DAY_S, QUEUED_STATES, Job, PreemptionEvent, Snapshot, job_id_key
 from gpuq.policy.rules import capped
+from gpuq.policy.thrash import Thrash, detect, limits_for
 from gpuq.service import Cluster
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "cap_state",
     "daily_cap",
     "job_preemptions",
+    "ledger_thrash",
     "ledger_totals",
     "ledger_view",
     "near_cap",
@@ -141,6 +143,15 @@ def near_cap(cluster: Cluster, snapshot: Snapshot, *, within: int = NEAR_CAP) ->
                 found.append((job, state))
     found.sort(key=lambda p: (p[1].left or 0, -p[1].last_24h, job_id_key(p[0].id)))
     return found
+
+
+def ledger_thrash(cluster: Cluster, snapshot: Snapshot) -> Thrash:
+    """The thrash guard (`gpuq.policy.thrash`) over the cluster's known preemptions, against its
+    policy's protections (else gpuq's defaults'). The work done is not known from a ledger, so
+    lost work is not judged; where the backend records only per-job times, pairs are not either."""
+    events = ((e.time.timestamp(), e.victim, e.preemptor, e.gpu_seconds_lost or 0.0)
+              for e in preemption_events(snapshot))  # fmt: skip
+    return detect(events, limits_for(cluster.policy))
 
 
 # -- totals and one job's history ------------------------------------------------------------

@@ -25,6 +25,8 @@ __all__ = [
     "replay_csv",
     "replay_json",
     "replay_view",
+    "replay_warnings",
+    "thrash_warning",
 ]
 
 ID, NUMBER, PLAIN, TEXT = Kind.ID, Kind.NUMBER, Kind.PLAIN, Kind.TEXT
@@ -99,6 +101,8 @@ def _summary(r: ReplayResult) -> tuple[tuple[str, str], ...]:
               f"between preemptions))"),
         ("makespan", format_duration(r.makespan_s)),
     ]  # fmt: skip
+    if r.thrash is not None and r.thrash.flagged:
+        rows.append(("thrash guard", r.thrash.summary()))
     if r.cancelled:
         rows.append(("cancelled", f"{r.cancelled:,} jobs killed by a preemption (their work lost)"))
     if r.unfinished:
@@ -133,6 +137,22 @@ def replay_view(report: ReplayReport) -> ReplayView:
     rows = [_class_row(_ALL, ClassStats(first.wait, first.jobs, _breaches(first)))]
     rows += [_class_row(name, stats) for name, stats in first.classes.items()]
     return ReplayView(title, _summary(first), tuple(rows), ())
+
+
+def thrash_warning(label: str, result: ReplayResult) -> str | None:
+    """The warning line for a replay whose preemptions thrash (`gpuq.policy.thrash`), else None;
+    `label` names the replay (a strategy, a tuning point)."""
+    thrash = result.thrash
+    if thrash is None or not thrash.flagged:
+        return None
+    return (f"{label}: {thrash.summary()}; {result.preemptions_per_job:.2f} preemptions per job — raise Δ, "
+            "set min_runtime and max_preemptions_per_day, or checkpoint more often")
+
+
+def replay_warnings(report: ReplayReport) -> list[str]:
+    """A warning line per replay of the report that thrashes."""
+    lines = (thrash_warning(f"strategy {r.strategy}", r) for r in report.results)
+    return [line for line in lines if line is not None]
 
 
 def replay_json(report: ReplayReport) -> dict[str, Any]:

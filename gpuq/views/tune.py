@@ -16,6 +16,7 @@ from gpuq.service.tuning import TuneReport
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration
 from gpuq.views.columns import Column, Kind, TableSpec
+from gpuq.views.replay import thrash_warning
 
 __all__ = [
     "CSV_FIELDS",
@@ -27,6 +28,7 @@ __all__ = [
     "tune_json",
     "tune_spec",
     "tune_view",
+    "tune_warnings",
     "utilisation_line",
 ]
 
@@ -92,6 +94,22 @@ def tune_view(report: TuneReport) -> TuneView:
     summary = (f"best {best.point.id}: {visible(best.point.label)} (score {best.score:.4f}); {front} on the Pareto "
                f"front; replayed in {report.wall_s:.1f}s on {report.ran_on}")  # fmt: skip
     return TuneView(tune_spec(report.grid.keys), tuple(rows), title, summary)
+
+
+def tune_warnings(report: TuneReport, named: int = 8) -> list[str]:
+    """When points thrash (`gpuq.policy.thrash`): a line naming them (the first `named`, by rank),
+    and the best-ranked one's warning with its worst jobs; else nothing."""
+    thrashing = [row for row in report.ranking.rows if row.result.thrash is not None and row.result.thrash.flagged]
+    if not thrashing:
+        return []
+    ids = ", ".join(row.point.id for row in thrashing[:named]) + (", …" if len(thrashing) > named else "")
+    first = thrashing[0]
+    lines = [f"{len(thrashing)} of {len(report.ranking.rows)} points thrash ({ids}); each point's result.thrash "
+             "in -o json has the figures"]  # fmt: skip
+    line = thrash_warning(f"{first.point.id} ({visible(first.point.label)}, rank {first.rank})", first.result)
+    if line is not None:
+        lines.append(line)
+    return lines
 
 
 def _point_doc(report: TuneReport, index: int) -> dict[str, Any]:

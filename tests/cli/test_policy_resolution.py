@@ -26,7 +26,8 @@ def test_explicit_policy_file_wins(tmp_path: Path) -> None:
     path.write_text("[preemption]\ndelta = 7\n")
     cluster = open_cluster(backend="demo", config=Config(), policy_file=str(path))
     assert cluster.policy.delta == 7
-    assert cluster.policy.min_runtime_s == 0  # the file's own defaults, not the demo's
+    # what the file leaves out is gpuq's default (30m), not the demo's (15m)
+    assert cluster.policy.min_runtime_s == DEFAULT_POLICY.min_runtime_s == 1800.0
 
 
 def test_snapshot_files_use_gpuq_defaults() -> None:

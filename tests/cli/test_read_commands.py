@@ -172,6 +172,18 @@ def test_preemptions(gpuq: Run, small: str) -> None:
     assert len(limited["events"]) == 1
 
 
+def test_preemptions_warns_when_the_ledger_thrashes(gpuq: Run, small: str, tmp_path: Path) -> None:
+    # job 102 was preempted twice, two days apart: calm under the defaults (30m minimum runtime)...
+    calm = gpuq("--snapshot", small, "preemptions", "-o", "json")
+    assert calm.exit_code == 0 and "warning" not in calm.stderr
+    # ...but again within the minimum runtime of a policy that asks for three days
+    policy = tmp_path / "slow.toml"
+    policy.write_text('[preemption]\nmin_runtime = "3d"\n', encoding="utf-8")
+    loud = gpuq("--snapshot", small, "--policy", str(policy), "preemptions", "-o", "json")
+    assert loud.exit_code == 0 and json.loads(loud.stdout)["jobs"][0]["id"] == "102"  # stdout stays the document
+    assert loud.stderr.splitlines() == ["gpuq: warning: lab: thrashing: 1 job(s) preempted again within 3d00h (102 1×)"]
+
+
 def test_job_explains_pending(gpuq: Run, small: str) -> None:
     doc = _json(gpuq("--snapshot", small, "job", "202", "-o", "json"))
     assert doc["job"]["id"] == "202"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +14,7 @@ from msgspec.structs import replace
 
 from gpuq.model import Job, JobClass, JobState, Node, NodeState, Snapshot, job_id_key
 from gpuq.model import PreviewRequest as Request
-from gpuq.policy.config import ClassPolicy, Policy
+from gpuq.policy.config import UNGUARDED_POLICY, ClassPolicy, Policy
 from gpuq.policy.engine import Reason, free_gpus, plan_preemption, request_for_job
 from gpuq.policy.rules import effective_priority, gpu_seconds_lost
 from tests.factories import make_job, make_snapshot
@@ -24,6 +26,11 @@ CLASSES = (
     JobClass("normal", 100, True, 1800, 3600),
     JobClass("vip", 500, False, 600, 1200),
 )
+
+
+def policy_with(**changes: Any) -> Policy:
+    """No protections (`UNGUARDED_POLICY`) but `changes`: each test names the mechanism it checks."""
+    return dataclasses.replace(UNGUARDED_POLICY, **changes)
 
 
 def running(
@@ -58,7 +65,7 @@ def reasons(plan: object) -> dict[str, str]:
 
 def test_fits_without_preemption_uses_best_fit_node() -> None:
     s = snap([running("a", {"n1": range(6)}), running("b", {"n2": range(2)})])
-    plan = plan_preemption(s, Policy(), Request(gpus=2, priority=100), NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=2, priority=100), NOW)
     assert plan.fits_without_preemption and not plan.would_preempt
     assert plan.nodes == ("n1",)  # 2 free on n1 is the tighter fit than 6 on n2
 
@@ -69,7 +76,7 @@ def test_cheapest_victim_is_the_youngest_without_checkpoints() -> None:
         running("young", {"n1": range(4, 8)}, age=600),
         running("mid", {"n2": range(8)}, age=3600),
     ])
-    plan = plan_preemption(s, Policy(), Request(gpus=4, priority=100), NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=4, priority=100), NOW)
     assert victims(plan) == ["young"]
     assert plan.nodes == ("n1",)
     assert plan.victims[0].gpu_seconds_lost == pytest.approx(4 * 600)
@@ -82,54 +89,54 @@ def test_checkpoint_makes_an_old_job_cheap() -> None:
         running("old", {"n1": range(4)}, age=7200, last_checkpoint_time=NOW - 30),
         running("young", {"n1": range(4, 8)}, age=600),
     ], nodes=[Node("n1", 8)])
-    plan = plan_preemption(s, Policy(), Request(gpus=4, priority=100), NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=4, priority=100), NOW)
     assert victims(plan) == ["old"]
     assert plan.total_cost == pytest.approx(4 * 30)
 
 
 def test_default_checkpoint_interval_bounds_loss() -> None:
     job = running("a", {"n1": range(2)}, age=1000)
-    assert gpu_seconds_lost(job, Policy(default_checkpoint_interval_s=300), NOW) == pytest.approx(2 * 100)
-    assert gpu_seconds_lost(job, Policy(), NOW) == pytest.approx(2 * 1000)
+    assert gpu_seconds_lost(job, policy_with(default_checkpoint_interval_s=300), NOW) == pytest.approx(2 * 100)
+    assert gpu_seconds_lost(job, UNGUARDED_POLICY, NOW) == pytest.approx(2 * 1000)
 
 
 def test_delta_threshold_blocks_small_gaps() -> None:
     s = snap([running("a", {"n1": range(8)}, priority=10), running("b", {"n2": range(8)}, priority=10)])
-    plan = plan_preemption(s, Policy(delta=100), Request(gpus=8, priority=110), NOW)
+    plan = plan_preemption(s, policy_with(delta=100), Request(gpus=8, priority=110), NOW)
     assert not plan.would_preempt
     assert reasons(plan) == {"a": "delta", "b": "delta"}
     assert plan.blocked is not None
-    plan = plan_preemption(s, Policy(delta=100), Request(gpus=8, priority=111), NOW)
+    plan = plan_preemption(s, policy_with(delta=100), Request(gpus=8, priority=111), NOW)
     assert plan.would_preempt
 
 
 def test_equal_priority_never_preempts_with_zero_delta() -> None:
     s = snap([running("a", {"n1": range(8)}, priority=100), running("b", {"n2": range(8)}, priority=100)])
-    plan = plan_preemption(s, Policy(), Request(gpus=1, priority=100), NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=1, priority=100), NOW)
     assert not plan.would_preempt
     assert set(reasons(plan).values()) == {"delta"}
 
 
 def test_exemption_protects_until_it_expires() -> None:
     s = snap([running("a", {"n1": range(8)}, exempt_until=NOW + 60)], nodes=[Node("n1", 8)])
-    plan = plan_preemption(s, Policy(), Request(gpus=8, priority=100), NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=8, priority=100), NOW)
     assert reasons(plan) == {"a": "exempt"}
-    plan = plan_preemption(s, Policy(), Request(gpus=8, priority=100), NOW + 61)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=8, priority=100), NOW + 61)
     assert victims(plan) == ["a"]
 
 
 def test_class_not_preemptible() -> None:
     s = snap([running("v", {"n1": range(8)}, cls="vip", priority=1)], nodes=[Node("n1", 8)])
-    plan = plan_preemption(s, Policy(), Request(gpus=1, priority=100), NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=1, priority=100), NOW)
     assert reasons(plan) == {"v": "class"}
-    override = Policy(classes={"vip": ClassPolicy(preemptible=True)})
+    override = policy_with(classes={"vip": ClassPolicy(preemptible=True)})
     assert victims(plan_preemption(s, override, Request(gpus=1, priority=100), NOW)) == ["v"]
 
 
 def test_min_runtime_spares_young_jobs() -> None:
     s = snap([running("young", {"n1": range(4)}, age=120), running("old", {"n1": range(4, 8)}, age=7200)],
              nodes=[Node("n1", 8)])
-    plan = plan_preemption(s, Policy(min_runtime_s=600), Request(gpus=4, priority=100), NOW)
+    plan = plan_preemption(s, policy_with(min_runtime_s=600), Request(gpus=4, priority=100), NOW)
     assert victims(plan) == ["old"]
     assert reasons(plan) == {"young": "min_runtime"}
     assert "2m" in next(c.detail for c in plan.spared if c.job_id == "young")
@@ -138,18 +145,20 @@ def test_min_runtime_spares_young_jobs() -> None:
 def test_daily_cap_counts_only_last_24h() -> None:
     times = (NOW - 86400 - 1, NOW - 3600, NOW - 60)
     s = snap([running("a", {"n1": range(8)}, preemption_times=times)], nodes=[Node("n1", 8)])
-    assert reasons(plan_preemption(s, Policy(max_preemptions_per_day=2), Request(gpus=8, priority=99), NOW)) == {
+    assert reasons(plan_preemption(s, policy_with(max_preemptions_per_day=2), Request(gpus=8, priority=99), NOW)) == {
         "a": "cap"
     }
-    assert victims(plan_preemption(s, Policy(max_preemptions_per_day=3), Request(gpus=8, priority=99), NOW)) == ["a"]
-    assert victims(plan_preemption(s, Policy(max_preemptions_per_day=0), Request(gpus=8, priority=99), NOW)) == ["a"]
+    request = Request(gpus=8, priority=99)
+    assert victims(plan_preemption(s, policy_with(max_preemptions_per_day=3), request, NOW)) == ["a"]
+    request = Request(gpus=8, priority=99)
+    assert victims(plan_preemption(s, policy_with(max_preemptions_per_day=0), request, NOW)) == ["a"]
 
 
 def test_aging_lifts_a_long_waiting_job_over_delta() -> None:
     pending = make_job(id="p", name="p", user="u", tenant="t", job_class="low", priority=10, state=JobState.PENDING,
                   submit_time=NOW - 7200 - 600, gpus=8)
     s = snap([running("r", {"n1": range(8)}, priority=50), pending], nodes=[Node("n1", 8)])
-    policy = Policy(classes={"low": ClassPolicy(aging_rate=10)})
+    policy = policy_with(classes={"low": ClassPolicy(aging_rate=10)})
     # 10 minutes past max_wait 2h at 10 points/minute: 10 + 100 = 110 > 50.
     assert effective_priority(pending, CLASSES[0], policy, NOW) == pytest.approx(110)
     assert victims(plan_preemption(s, policy, request_for_job(pending), NOW)) == ["r"]
@@ -162,8 +171,8 @@ def test_manual_urgency_and_tenant_quota() -> None:
         running("u1", {"n2": range(6)}, priority=5, tenant="nlp", urgent=True),
     ])
     req = Request(gpus=8, priority=1, tenant="nlp", urgent=True)
-    assert victims(plan_preemption(s, Policy(), req, NOW)) == ["r"]
-    capped = Policy(urgent_quota={"nlp": 10})
+    assert victims(plan_preemption(s, UNGUARDED_POLICY, req, NOW)) == ["r"]
+    capped = policy_with(urgent_quota={"nlp": 10})
     plan = plan_preemption(s, capped, req, NOW)
     assert not plan.would_preempt
     assert any("urgent quota of 10" in n for n in plan.notes)
@@ -176,7 +185,7 @@ def test_gang_victim_frees_all_its_nodes_and_counts_whole_cost() -> None:
         running("a", {"n1": range(4, 8)}, age=1000),
         running("b", {"n2": range(4, 8)}, age=1000),
     ])
-    plan = plan_preemption(s, Policy(), Request(gpus=4, priority=100), NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=4, priority=100), NOW)
     # gang costs 8 GPUs x 100 s = 800 < a/b at 4 x 1000 s.
     assert victims(plan) == ["gang"]
     assert plan.victims[0].nodes == ("n1", "n2")
@@ -190,7 +199,7 @@ def test_tie_breaks_fewer_victims_then_most_recent() -> None:
         running("fill1", {"n1": range(4, 8)}, age=5000),
         running("y", {"n2": range(4)}, age=200), running("fill2", {"n2": range(4, 8)}, age=5000),
     ])
-    assert victims(plan_preemption(s, Policy(), Request(gpus=4, priority=100), NOW)) == ["y"]
+    assert victims(plan_preemption(s, UNGUARDED_POLICY, Request(gpus=4, priority=100), NOW)) == ["y"]
 
 
 def test_tie_break_lower_priority_then_ids_then_node() -> None:
@@ -198,15 +207,15 @@ def test_tie_break_lower_priority_then_ids_then_node() -> None:
         running("b", {"n1": range(8)}, age=100, priority=20),
         running("a", {"n2": range(8)}, age=100, priority=30),
     ])
-    assert victims(plan_preemption(s, Policy(), Request(gpus=8, priority=100), NOW)) == ["b"]
+    assert victims(plan_preemption(s, UNGUARDED_POLICY, Request(gpus=8, priority=100), NOW)) == ["b"]
     s = snap([running("b", {"n1": range(8)}, age=100), running("a", {"n2": range(8)}, age=100)])
-    assert victims(plan_preemption(s, Policy(), Request(gpus=8, priority=100), NOW)) == ["a"]
+    assert victims(plan_preemption(s, UNGUARDED_POLICY, Request(gpus=8, priority=100), NOW)) == ["a"]
 
 
 def test_down_and_drained_nodes_take_no_work() -> None:
     nodes = [Node("n1", 8, state=NodeState.DOWN), Node("n2", 8, state=NodeState.DRAIN), Node("n3", 8)]
     s = snap([running("a", {"n3": range(8)})], nodes=nodes)
-    plan = plan_preemption(s, Policy(), Request(gpus=8, priority=100), NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=8, priority=100), NOW)
     assert plan.nodes == ("n3",) and victims(plan) == ["a"]
     assert free_gpus(s) == {"n3": 0}
 
@@ -215,7 +224,7 @@ def test_suspended_jobs_hold_gpus_but_are_never_victims() -> None:
     s = snap([running("s", {"n1": range(8)})], nodes=[Node("n1", 8)])
     suspended = make_snapshot(s.cluster, s.backend, NOW, CLASSES, s.nodes,
                          (replace(s.jobs[0], state=JobState.SUSPENDED),))
-    plan = plan_preemption(suspended, Policy(), Request(gpus=1, priority=100), NOW)
+    plan = plan_preemption(suspended, UNGUARDED_POLICY, Request(gpus=1, priority=100), NOW)
     assert not plan.would_preempt and not plan.fits_without_preemption
 
 
@@ -226,7 +235,7 @@ def test_multi_node_request_is_valid_and_cost_greedy() -> None:
         running("b", {"n2": range(8)}, age=5000),
         running("c", {"n3": range(4)}, age=50),
     ], nodes=nodes)
-    plan = plan_preemption(s, Policy(), Request(gpus=16, priority=100), NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=16, priority=100), NOW)
     assert plan.would_preempt
     assert victims(plan) == ["a", "c"]  # 4 free + 8 + 4 = 16, leaving the expensive b alone
     assert plan.freed_gpus == 12
@@ -234,13 +243,13 @@ def test_multi_node_request_is_valid_and_cost_greedy() -> None:
 
 
 def test_request_larger_than_cluster_is_infeasible() -> None:
-    plan = plan_preemption(snap([]), Policy(), Request(gpus=17, priority=100), NOW)
+    plan = plan_preemption(snap([]), UNGUARDED_POLICY, Request(gpus=17, priority=100), NOW)
     assert not plan.feasible and plan.blocked and "16" in plan.blocked
 
 
 def test_plan_json_shape() -> None:
     s = snap([running("a", {"n1": range(8)}), running("b", {"n2": range(8)}, exempt_until=NOW + 10)])
-    doc = plan_preemption(s, Policy(), Request(gpus=8, priority=100), NOW).to_dict()
+    doc = plan_preemption(s, UNGUARDED_POLICY, Request(gpus=8, priority=100), NOW).to_dict()
     assert set(doc) >= {"would_preempt", "fits_without_preemption", "nodes", "victims", "spared",
                         "freed_gpus", "total_cost"}
     assert doc["victims"][0]["id"] == "a" and doc["victims"][0]["reason"] == "chosen"
@@ -278,7 +287,7 @@ def clusters(draw: st.DrawFn) -> tuple[Snapshot, Policy, Request]:
             ia = min(set(range(nodes[0].gpus)) - used[a])
             ib = min(set(range(nodes[1].gpus)) - used[b])
             jobs.append(running(f"j{len(jobs)}", {a: [ia], b: [ib]}, age=draw(st.sampled_from([60, 999]))))
-    policy = Policy(
+    policy = policy_with(
         delta=draw(st.sampled_from([0, 20])),
         min_runtime_s=draw(st.sampled_from([0, 200])),
         max_preemptions_per_day=draw(st.integers(0, 2)),
@@ -369,10 +378,10 @@ def test_a_started_job_keeps_the_aging_it_earned() -> None:
     aged = make_job(id="aged", name="aged", user="u", tenant="t", job_class="low", priority=10,
                state=JobState.RUNNING, submit_time=NOW - 7800 - 60, start_time=NOW - 60, gpus=8,
                allocation={"n1": tuple(range(8))})
-    assert effective_priority(aged, CLASSES[0], Policy(), NOW) == pytest.approx(110)
+    assert effective_priority(aged, CLASSES[0], UNGUARDED_POLICY, NOW) == pytest.approx(110)
     s = snap([aged], nodes=[Node("n1", 8)])
     displaced = Request(gpus=8, priority=100, job_class="normal")
-    plan = plan_preemption(s, Policy(), displaced, NOW)
+    plan = plan_preemption(s, UNGUARDED_POLICY, displaced, NOW)
     assert not plan.would_preempt
     assert reasons(plan) == {"aged": "delta"}
-    assert victims(plan_preemption(s, Policy(), Request(gpus=8, priority=111), NOW)) == ["aged"]
+    assert victims(plan_preemption(s, UNGUARDED_POLICY, Request(gpus=8, priority=111), NOW)) == ["aged"]

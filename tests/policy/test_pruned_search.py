@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 from gpuq.model import Job, JobClass, JobState, Node, NodeState, Snapshot
 from gpuq.model import PreviewRequest as Request
 from gpuq.policy import engine
-from gpuq.policy.config import Policy
+from gpuq.policy.config import UNGUARDED_POLICY, Policy
 from gpuq.policy.engine import plan_preemption
 from gpuq.policy.pruning import PrunedOrder
 from tests.factories import make_job, make_snapshot
@@ -58,7 +60,8 @@ def big_clusters(draw: st.DrawFn) -> tuple[Snapshot, Policy, Request]:
             # a gang job on this node's GPU 7 and the next node's GPU 7
             jobs.append(_job(len(jobs), {node.name: range(7, 8), nodes[i + 1].name: range(7, 8)}, draw))
             gang_into_next = True
-    policy = Policy(
+    policy = replace(
+        UNGUARDED_POLICY,
         delta=draw(st.sampled_from([0, 20])),
         min_runtime_s=draw(st.sampled_from([0, 200])),
         max_preemptions_per_day=draw(st.sampled_from([0, 2, 1])),
@@ -104,7 +107,7 @@ def test_pruned_search_costs_only_the_nodes_that_can_matter(monkeypatch: pytest.
         return order
 
     monkeypatch.setattr(PrunedOrder, "build", spy)
-    plan = plan_preemption(snapshot, Policy(), Request(gpus=8, priority=100), NOW)
+    plan = plan_preemption(snapshot, UNGUARDED_POLICY, Request(gpus=8, priority=100), NOW)
     assert [v.job_id for v in plan.victims] == ["j137"]
     assert len(built) == 1 and len(built[0].visited) < 5
 
@@ -125,7 +128,7 @@ def test_loss_start_bounds_the_lost_work(
     job = make_job(id="j", name="", user="u", tenant="t", job_class="low", priority=1, state=JobState.RUNNING,
               submit_time=NOW - 100_000, gpus=gpus, start_time=None if ran is None else NOW - ran,
               last_checkpoint_time=None if saved is None else NOW - saved, checkpoint_interval_s=own)
-    policy = Policy(default_checkpoint_interval_s=default)
+    policy = replace(UNGUARDED_POLICY, default_checkpoint_interval_s=default)
     since = loss_start(job, policy)
     for now in (NOW - 50_000, NOW, NOW + 3_600):
         assert gpu_seconds_lost(job, policy, now) >= gpus * max(0.0, now - since) - 1e-6

@@ -59,9 +59,12 @@ def test_json_has_exactly_the_documented_keys(trace: str) -> None:
 
 def test_the_options_reach_the_replay(trace: str, tmp_path: Path) -> None:
     base = doc(gpuq("replay", trace, "--cluster-shape", "2x8", "-o", "json"))
+    free = doc(gpuq("replay", trace, "--cluster-shape", "2x8", "--checkpoint-cost", "0", "--restore-cost", "0",
+                    "-o", "json"))  # fmt: skip
     costly = doc(gpuq("replay", trace, "--cluster-shape", "2x8", "--checkpoint-cost", "30s", "--restore-cost",
                       "1m", "--checkpoint-interval", "20m", "--strategy", "cancel", "-o", "json"))  # fmt: skip
-    assert base["checkpoint_overhead_gpu_hours"] == 0.0
+    # the policy's checkpoint costs unless the options say otherwise
+    assert base["checkpoint_overhead_gpu_hours"] > 0.0 and free["checkpoint_overhead_gpu_hours"] == 0.0
     assert costly["checkpoint_overhead_gpu_hours"] > 0.0 and costly["strategy"] == "cancel"
     assert costly["suggested_checkpoint_interval_s"] is not None
     none = doc(gpuq("replay", trace, "--cluster-shape", "2x8", "--no-preemption", "-o", "json"))

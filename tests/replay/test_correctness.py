@@ -12,7 +12,7 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuq.policy.config import Mode, Policy
+from gpuq.policy.config import UNGUARDED_POLICY, Mode
 from gpuq.replay.model import CheckpointModel, ReplayConfig
 from gpuq.replay.run import replay
 from gpuq.sim.workload import DEFAULT_CLASSES
@@ -22,7 +22,7 @@ from tests.properties import examples
 from .helpers import ORIGIN, Log, Run, comparable, job, replay_logged, stops_at_signal, traces
 
 #: static priorities (no aging), so every run ends: a job is only ever preempted by a higher one
-STILL = Policy(default_aging_rate=0.0)
+STILL = replace(UNGUARDED_POLICY, default_aging_rate=0.0)
 modes = st.sampled_from(list(Mode))
 shapes = st.tuples(st.integers(1, 3), st.sampled_from([4, 8]))
 SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -37,7 +37,7 @@ def _fits(jobs: list[TraceJob], nodes: int, per_node: int) -> list[TraceJob]:
 @given(jobs=traces(max_gpus=16))
 def test_with_unlimited_gpus_nobody_waits(jobs: list[TraceJob]) -> None:
     # Every job can have nodes of its own: a multi-node job spans at most two.
-    config = ReplayConfig(nodes=2 * len(jobs) + 2, gpus_per_node=8)
+    config = ReplayConfig(policy=UNGUARDED_POLICY, nodes=2 * len(jobs) + 2, gpus_per_node=8)
     result = replay(jobs, config)
     assert result.wait.count == len(jobs)
     assert result.wait.max_s == 0.0
@@ -184,7 +184,9 @@ def _one_victim(mode: Mode) -> tuple[float, float, int]:
     """A long low-priority job (checkpoints every 10 min) on the only GPU, preempted at 1000 s by
     a short urgent one: (lost GPU-seconds, checkpoint overhead, cancelled)."""
     jobs = [job("1", 0, 3600, cls="low", interval=600.0), job("2", 1000, 100, cls="urgent")]
-    config = ReplayConfig(policy=Policy(grace_period_s=60.0), nodes=1, gpus_per_node=1, strategy=mode)
+    config = ReplayConfig(
+        policy=replace(UNGUARDED_POLICY, grace_period_s=60.0), nodes=1, gpus_per_node=1, strategy=mode
+    )
     result = replay(jobs, config)
     assert result.preemptions == 1
     return result.lost_gpu_hours * 3600, result.checkpoint_overhead_gpu_hours * 3600, result.cancelled
@@ -201,7 +203,9 @@ def test_the_strategies_lose_work_as_the_policy_model_says() -> None:
 
 def test_a_graceful_victim_keeps_its_gpus_through_the_grace_period() -> None:
     jobs = [job("1", 0, 3600, cls="low"), job("2", 1000, 100, cls="urgent")]
-    config = ReplayConfig(policy=Policy(grace_period_s=60.0), nodes=1, gpus_per_node=1, strategy=Mode.GRACEFUL)
+    config = ReplayConfig(
+        policy=replace(UNGUARDED_POLICY, grace_period_s=60.0), nodes=1, gpus_per_node=1, strategy=Mode.GRACEFUL
+    )
     _, log = replay_logged(jobs, config)
     steps = [(e.time_s, e.event, e.job) for e in log.events if e.event != "submit"]
     assert steps == [(0.0, "start", "1"), (1000.0, "preempt", "1"), (1060.0, "drain", "1"),
@@ -253,7 +257,7 @@ def test_job_count_and_gpu_hours_are_conserved(jobs: list[TraceJob], shape: tupl
 def test_recorded_start_times_replay_exactly_without_contention() -> None:
     # A quiet cluster's history: every job started as it was submitted.
     jobs = [job(str(i), 97.0 * i, 600.0 + 13 * i, 1 + i % 8, start=97.0 * i) for i in range(60)]
-    result, log = replay_logged(jobs, ReplayConfig(nodes=16, gpus_per_node=8))
+    result, log = replay_logged(jobs, ReplayConfig(policy=UNGUARDED_POLICY, nodes=16, gpus_per_node=8))
     assert result.origin_s == ORIGIN
     starts = {e.job: result.origin_s + e.time_s for e in log.events if e.event == "start"}
     for j in jobs:
@@ -267,7 +271,9 @@ def test_recorded_start_times_replay_exactly_without_contention() -> None:
 def test_a_replay_is_deterministic(jobs: list[TraceJob], shape: tuple[int, int], mode: Mode) -> None:
     nodes, per_node = shape
     jobs = _fits(jobs, nodes, per_node)
-    config = ReplayConfig(nodes=nodes, gpus_per_node=per_node, strategy=mode, event_log=True, seed=3)
+    config = ReplayConfig(
+        policy=UNGUARDED_POLICY, nodes=nodes, gpus_per_node=per_node, strategy=mode, event_log=True, seed=3
+    )
     first, again = replay(jobs, config), replay(list(jobs), config)
     assert comparable(first) == comparable(again)
     assert first.log == again.log and len(first.log) >= 2 * len(jobs)
@@ -275,7 +281,7 @@ def test_a_replay_is_deterministic(jobs: list[TraceJob], shape: tuple[int, int],
 
 def test_an_unsorted_trace_counts_time_from_its_earliest_submit() -> None:
     jobs = [job("1", 500, 100), job("2", 0, 100), job("3", 250, 100)]
-    result, log = replay_logged(jobs, ReplayConfig(nodes=1, gpus_per_node=8))
+    result, log = replay_logged(jobs, ReplayConfig(policy=UNGUARDED_POLICY, nodes=1, gpus_per_node=8))
     assert result.origin_s == ORIGIN
     assert {e.job: e.time_s for e in log.events if e.event == "submit"} == {"1": 500.0, "2": 0.0, "3": 250.0}
     assert result.makespan_s == 600.0
@@ -283,7 +289,7 @@ def test_an_unsorted_trace_counts_time_from_its_earliest_submit() -> None:
 
 def test_the_event_log_is_kept_when_asked() -> None:
     jobs = [job("1", 0, 3600, cls="low"), job("2", 1000, 100, cls="urgent")]
-    config = ReplayConfig(nodes=1, gpus_per_node=1, strategy=Mode.REQUEUE, event_log=True)
+    config = ReplayConfig(policy=UNGUARDED_POLICY, nodes=1, gpus_per_node=1, strategy=Mode.REQUEUE, event_log=True)
     result = replay(jobs, config)
     assert result.log == ((0.0, "submit", "1", None), (0.0, "start", "1", None), (1000.0, "submit", "2", None),
                           (1000.0, "preempt", "1", "2"), (1000.0, "start", "2", None), (1100.0, "finish", "2", None),
@@ -293,7 +299,7 @@ def test_the_event_log_is_kept_when_asked() -> None:
 
 def test_log_is_the_event_sink_without_allocations() -> None:
     jobs = [job(str(i), 10.0 * i, 300.0, 2, cls=("low", "high")[i % 2]) for i in range(20)]
-    config = ReplayConfig(nodes=1, gpus_per_node=4, event_log=True)
+    config = ReplayConfig(policy=UNGUARDED_POLICY, nodes=1, gpus_per_node=4, event_log=True)
     result, log = replay_logged(jobs, config)
     assert result.log == tuple((e.time_s, e.event, e.job, e.other) for e in log.events)
     assert isinstance(log, Log)

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuq.model import DAY_S
-from gpuq.policy.config import Mode
+from gpuq.policy.config import UNGUARDED_POLICY, Mode
 from gpuq.replay.metrics import Series, most_in_a_day, percentiles
 from gpuq.replay.model import ReplayConfig, ReplayResult
 from gpuq.replay.run import replay
@@ -22,14 +22,16 @@ ISSUE_KEYS = {"jobs", "gpu_hours", "utilisation", "useful_utilisation", "wait", 
               "events", "sim_wall_s"}  # fmt: skip
 MODEL_KEYS = {"strategy", "preemptions_per_job", "preemptions_per_gpu_hour", "suggested_checkpoint_interval_s",
               "cancelled", "unfinished", "skipped", "origin_s", "nodes", "gpus_per_node", "busy_gpu_hours",
-              "idle_gpu_hours", "utilisation_series", "wait_percentiles", "log"}  # fmt: skip
+              "idle_gpu_hours", "utilisation_series", "wait_percentiles", "log", "thrash"}  # fmt: skip
 WAIT_KEYS = {"mean_s", "p50_s", "p95_s", "p99_s", "max_s", "count"}
 
 
 def _sample() -> ReplayResult:
     jobs = [job(str(i), 37.0 * i, 900.0 + 11 * i, 1 + i % 4, cls=("low", "high", "normal")[i % 3],
                 interval=300.0) for i in range(40)]  # fmt: skip
-    return replay(jobs, ReplayConfig(nodes=1, gpus_per_node=8, strategy=Mode.REQUEUE, event_log=True))
+    return replay(
+        jobs, ReplayConfig(policy=UNGUARDED_POLICY, nodes=1, gpus_per_node=8, strategy=Mode.REQUEUE, event_log=True)
+    )
 
 
 def test_the_document_has_the_issue_s_keys_then_the_model_s() -> None:
@@ -72,7 +74,7 @@ def test_the_most_preemptions_of_one_job_in_a_day_is_reported() -> None:
     # The low job is preempted three times within an hour, then once more the next day.
     jobs = [job("1", 0, 30 * 3600, cls="low"), *(job(f"u{i}", t, 60, cls="urgent")
             for i, t in enumerate((1000, 2000, 3000, 100_000)))]  # fmt: skip
-    result = replay(jobs, ReplayConfig(nodes=1, gpus_per_node=1, strategy=Mode.SUSPEND))
+    result = replay(jobs, ReplayConfig(policy=UNGUARDED_POLICY, nodes=1, gpus_per_node=1, strategy=Mode.SUSPEND))
     assert result.preemptions == 4
     assert result.max_preemptions_per_job_day == 3
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from gpuq.errors import NotFound, Refused
 from gpuq.model import Job, JobClass, JobState, from_epoch
-from gpuq.policy.config import ClassPolicy, Mode, Policy
+from gpuq.policy.config import UNGUARDED_POLICY, ClassPolicy, Mode, Policy
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, WorkloadStream, actions, convert
 from gpuq.sim.events import AGE, AGES, Event
 from gpuq.sim.jobs import SimJob
@@ -41,7 +42,7 @@ def _model_job(sim: Simulator, job_id: str) -> Job:
 
 
 def test_exemption_is_honoured_and_ends_exactly_on_time() -> None:
-    sim = _sim(Policy())
+    sim = _sim(UNGUARDED_POLICY)
     sim.submit(_job("L", 0, 1000, 10))
     sim.run_until(50)
     actions.exempt(sim, "L", until=500.0)
@@ -54,14 +55,14 @@ def test_exemption_is_honoured_and_ends_exactly_on_time() -> None:
 
 
 def test_min_runtime_protects_young_jobs() -> None:
-    sim = _sim(Policy(min_runtime_s=600))
+    sim = _sim(replace(UNGUARDED_POLICY, min_runtime_s=600))
     sim.submit([_job("L", 0, 1000, 10), _job("H", 100, 10, 100)])
     sim.run()
     assert _preemptions(sim) == [(600.0, "L", "H")]
 
 
 def test_daily_cap_stops_further_preemptions() -> None:
-    sim = _sim(Policy(max_preemptions_per_day=1, mode=Mode.GRACEFUL, grace_period_s=0))
+    sim = _sim(replace(UNGUARDED_POLICY, max_preemptions_per_day=1, mode=Mode.GRACEFUL, grace_period_s=0))
     sim.submit([_job("L", 0, 1000, 10), _job("H1", 100, 50, 100), _job("H2", 200, 50, 100)])
     sim.run()
     assert _preemptions(sim) == [(100.0, "L", "H1")]
@@ -71,7 +72,7 @@ def test_daily_cap_stops_further_preemptions() -> None:
 
 
 def test_non_preemptible_class_is_never_a_victim() -> None:
-    sim = _sim(Policy())
+    sim = _sim(UNGUARDED_POLICY)
     sim.submit([_job("V", 0, 100, 1, cls="vip"), _job("H", 10, 10, 10**5)])
     sim.run()
     assert _preemptions(sim) == []
@@ -82,7 +83,7 @@ def test_aging_promotes_a_waiting_job_at_the_exact_moment() -> None:
     # (min_runtime keeps R from taking the GPU straight back: once running, P counts at its base
     # priority again, as the policy model defines aging for waiting jobs only.)
     classes = (JobClass("old", priority=0, max_wait_s=100.0), JobClass("batch"))
-    sim = _sim(Policy(default_aging_rate=60.0, min_runtime_s=60.0), classes=classes)
+    sim = _sim(replace(UNGUARDED_POLICY, default_aging_rate=60.0, min_runtime_s=60.0), classes=classes)
     sim.submit([_job("R", 0, 10_000, 50), _job("P", 0.5, 10, 0, cls="old")])
     sim.run_until(149.9)
     assert _preemptions(sim) == []
@@ -100,7 +101,7 @@ def test_waiting_jobs_start_to_age_on_time_from_one_wake_up() -> None:
     # an event each; a job queued again out of that order (an operator's change keeps its
     # queueing time) gets an event of its own. Each ages at its very moment either way.
     classes = (JobClass("old", priority=0, max_wait_s=100.0), JobClass("batch"))
-    sim = _sim(Policy(default_aging_rate=60.0), classes=classes)
+    sim = _sim(replace(UNGUARDED_POLICY, default_aging_rate=60.0), classes=classes)
     sim.submit([_job("R", 0, 10_000, 10**6), *(_job(f"P{i}", 1 + i, 10, 0, cls="old") for i in range(200))])
     sim.submit(_job("Q", 10, 10, 0, cls="old"))  # (with P9: two jobs start to age at 110)
 
@@ -136,7 +137,7 @@ def test_a_job_that_ages_past_a_head_waiting_for_graceful_victims_goes_first_at_
     # it from that tick; nothing else happens then, yet that is the moment A is the head, and it
     # preempts R3 at once, not when H's victims stop.
     classes = (JobClass("old", priority=0, max_wait_s=100.0), JobClass("batch"))
-    policy = Policy(mode=Mode.GRACEFUL, grace_period_s=1000.0, default_aging_rate=60.0)
+    policy = replace(UNGUARDED_POLICY, mode=Mode.GRACEFUL, grace_period_s=1000.0, default_aging_rate=60.0)
     sim = _sim(policy, gpus=3, classes=classes)
     sim.submit([_job("R1", 0, 10_000, 10), _job("R2", 0, 10_000, 10), _job("R3", 0, 10_000, 10),
                 _job("A", 5, 100, 0, cls="old"), _job("H", 10, 100, 50, gpus=2)])  # fmt: skip
@@ -149,13 +150,13 @@ def test_an_aging_head_preempts_a_job_started_beside_it_the_moment_it_outranks_i
     # stops at 120 (one GPU free: not enough). H ages one point a second from 101, so at 131 it
     # outranks X, whose GPU and the free one hold it: it preempts X at that very moment.
     classes = (JobClass("old", priority=0, max_wait_s=100.0), JobClass("batch"))
-    sim = _sim(Policy(delta=50.0, default_aging_rate=60.0), gpus=3, classes=classes)
+    sim = _sim(replace(UNGUARDED_POLICY, delta=50.0, default_aging_rate=60.0), gpus=3, classes=classes)
     sim.submit([_job("R1", 0, 10_000, 200), _job("Y", 0, 120, 200), _job("H", 1, 100, 100, gpus=2, cls="old"),
                 _job("X", 110, 10_000, 80)])  # fmt: skip
     sim.run_until(300)
     assert _preemptions(sim) == [(131.000001, "X", "H")]
     # With X a victim from its start (Δ = 10), nothing waits for that moment.
-    sim = _sim(Policy(delta=10.0, default_aging_rate=60.0), gpus=3, classes=classes)
+    sim = _sim(replace(UNGUARDED_POLICY, delta=10.0, default_aging_rate=60.0), gpus=3, classes=classes)
     sim.submit([_job("R1", 0, 10_000, 200), _job("Y", 0, 120, 200), _job("H", 1, 100, 100, gpus=2, cls="old"),
                 _job("X", 110, 10_000, 80)])  # fmt: skip
     sim.run_until(300)
@@ -163,7 +164,7 @@ def test_an_aging_head_preempts_a_job_started_beside_it_the_moment_it_outranks_i
 
 
 def test_requeue_restarts_from_the_last_reported_checkpoint() -> None:
-    sim = _sim(Policy(mode=Mode.REQUEUE), gpus=2)
+    sim = _sim(replace(UNGUARDED_POLICY, mode=Mode.REQUEUE), gpus=2)
     sim.submit([_job("L", 0, 2000, 10, gpus=2, ckpt=300), _job("H", 1000, 100, 100, gpus=2)])
     sim.run_until(1000)
     event = convert.preemption_events(sim)[0]
@@ -176,14 +177,14 @@ def test_requeue_restarts_from_the_last_reported_checkpoint() -> None:
 
 def test_requeue_without_reports_uses_the_policy_interval_or_loses_everything() -> None:
     for interval, lost in ((0.0, 1000.0), (400.0, 200.0)):
-        sim = _sim(Policy(mode=Mode.REQUEUE, default_checkpoint_interval_s=interval))
+        sim = _sim(replace(UNGUARDED_POLICY, mode=Mode.REQUEUE, default_checkpoint_interval_s=interval))
         sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
         sim.run()
         assert [e.gpu_seconds_lost for e in convert.preemption_events(sim)] == [lost]
 
 
 def test_cancel_ends_the_victim() -> None:
-    sim = _sim(Policy(mode=Mode.CANCEL))
+    sim = _sim(replace(UNGUARDED_POLICY, mode=Mode.CANCEL))
     sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
     sim.run()
     victim = next(j for j in sim.history if j.id == "L")
@@ -192,7 +193,7 @@ def test_cancel_ends_the_victim() -> None:
 
 
 def test_graceful_keeps_gpus_for_the_grace_period_then_loses_nothing() -> None:
-    sim = _sim(Policy(mode=Mode.GRACEFUL, grace_period_s=60))
+    sim = _sim(replace(UNGUARDED_POLICY, mode=Mode.GRACEFUL, grace_period_s=60))
     sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
     sim.run_until(1030)
     snap = sim.snapshot()
@@ -205,7 +206,7 @@ def test_graceful_keeps_gpus_for_the_grace_period_then_loses_nothing() -> None:
 
 
 def test_suspend_keeps_progress_and_shows_the_job_as_waiting() -> None:
-    sim = _sim(Policy(mode=Mode.SUSPEND))
+    sim = _sim(replace(UNGUARDED_POLICY, mode=Mode.SUSPEND))
     sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
     sim.run_until(1050)
     job = sim.snapshot().job("L")
@@ -216,7 +217,7 @@ def test_suspend_keeps_progress_and_shows_the_job_as_waiting() -> None:
 
 
 def test_multi_node_job_preempts_across_nodes() -> None:
-    sim = _sim(Policy(), nodes=2, gpus=8)
+    sim = _sim(UNGUARDED_POLICY, nodes=2, gpus=8)
     sim.submit([_job(f"s{i}", 0, 5000, 10, gpus=4) for i in range(4)])
     sim.submit(_job("big", 10, 100, 100, gpus=16))
     sim.run_until(10)
@@ -229,7 +230,7 @@ def test_multi_node_job_preempts_across_nodes() -> None:
 
 def test_single_node_victims_follow_the_engine_minimum_cost() -> None:
     # Two nodes; the 4-GPU request takes the node whose jobs lost least work (started last).
-    sim = _sim(Policy(), nodes=2, gpus=4)
+    sim = _sim(UNGUARDED_POLICY, nodes=2, gpus=4)
     sim.submit([_job("old", 0, 5000, 10, gpus=4), _job("new1", 100, 5000, 10, gpus=2),
                 _job("new2", 100, 5000, 10, gpus=2), _job("H", 200, 10, 100, gpus=4)])
     sim.run_until(200)
@@ -237,7 +238,7 @@ def test_single_node_victims_follow_the_engine_minimum_cost() -> None:
 
 
 def test_actions_validate_and_dry_runs_change_nothing() -> None:
-    sim = _sim(Policy(), gpus=1)
+    sim = _sim(UNGUARDED_POLICY, gpus=1)
     sim.submit([_job("R", 0, 100, 10), _job("P", 0, 100, 5), _job("D", 0, 1, 50)])
     sim.run_until(50)
     with pytest.raises(NotFound, match="no job nope on cluster demo"):
@@ -261,7 +262,7 @@ def test_actions_validate_and_dry_runs_change_nothing() -> None:
 
 
 def test_operator_preempt_and_bump_priority() -> None:
-    sim = _sim(Policy(mode=Mode.REQUEUE))
+    sim = _sim(replace(UNGUARDED_POLICY, mode=Mode.REQUEUE))
     sim.submit([_job("R", 0, 100, 10), _job("P", 0, 100, 5)])
     sim.run_until(10)
     before, after = actions.preempt(sim, "R", mode=Mode.REQUEUE)
@@ -277,7 +278,7 @@ def test_operator_preempt_and_bump_priority() -> None:
 
 
 def test_snapshot_fields() -> None:
-    sim = _sim(Policy(), nodes=2, gpus=4)
+    sim = _sim(UNGUARDED_POLICY, nodes=2, gpus=4)
     sim.submit([_job("a", 0, 1000, 10, gpus=3, ckpt=100), _job("b", 0, 1000, 5, gpus=4),
                 _job("c", 0, 1000, 5, gpus=4), _job("d", 1, 1000, 1, gpus=2)])
     sim.run_until(250)
@@ -291,7 +292,7 @@ def test_snapshot_fields() -> None:
 
 
 def test_policy_class_override_changes_preemptibility() -> None:
-    policy = Policy(classes={"vip": ClassPolicy(preemptible=True)})
+    policy = replace(UNGUARDED_POLICY, classes={"vip": ClassPolicy(preemptible=True)})
     sim = _sim(policy)
     sim.submit([_job("V", 0, 100, 1, cls="vip"), _job("H", 10, 10, 10**5)])
     sim.run()
@@ -326,7 +327,7 @@ def test_demo_workload_runs_with_invariants() -> None:
     ],
 )
 def test_a_batch_with_a_duplicate_id_is_refused_whole(batch: list[JobSpec]) -> None:
-    sim = _sim(Policy())
+    sim = _sim(UNGUARDED_POLICY)
     sim.submit([_job("A", 0, 100, 1)])
     sim.run_until(1)
     before = json.dumps(dump(sim))
@@ -352,7 +353,7 @@ def test_jobs_arrive_in_time_then_submission_order_however_they_were_submitted(r
 
         sim.observer = seen
 
-    sim = _sim(Policy(), gpus=8)
+    sim = _sim(UNGUARDED_POLICY, gpus=8)
     watch(sim)
     sim.submit([_job("a", 10, 5, 1), _job("b", 20, 5, 1), _job("c", 20, 5, 1)])  # in time order
     sim.submit([_job("d", 15, 5, 1), _job("e", 5, 5, 1)])  # not
@@ -370,14 +371,14 @@ def test_jobs_arrive_in_time_then_submission_order_however_they_were_submitted(r
 def test_a_new_policy_recounts_the_running_jobs_as_victims() -> None:
     """set_policy re-arms every running job: a class made non-preemptible stops offering victims,
     made preemptible again offers them, and a new Δ applies to the jobs already running."""
-    sim = _sim(Policy(classes={"batch": ClassPolicy(preemptible=False)}), nodes=1, gpus=2)
+    sim = _sim(replace(UNGUARDED_POLICY, classes={"batch": ClassPolicy(preemptible=False)}), nodes=1, gpus=2)
     sim.submit([_job("A", 0, 1000, 1), _job("B", 0, 1000, 2), _job("H", 10, 100, 50)])
     sim.run_until(20)
     assert sim.preemptions == 0 and _model_job(sim, "H").state is JobState.PENDING
-    sim.set_policy(Policy(delta=60.0))  # preemptible now, but a gap of 49 or 48 is not > 60
+    sim.set_policy(replace(UNGUARDED_POLICY, delta=60.0))  # preemptible now, but a gap of 49 or 48 is not > 60
     sim.run_until(30)
     assert sim.preemptions == 0 and _model_job(sim, "H").state is JobState.PENDING
-    sim.set_policy(Policy(delta=48.5))  # only A (priority 1) is far enough below H
+    sim.set_policy(replace(UNGUARDED_POLICY, delta=48.5))  # only A (priority 1) is far enough below H
     sim.run_until(40)
     assert [(e.victim, e.preemptor) for e in convert.preemption_events(sim)] == [("A", "H")]
     assert _model_job(sim, "H").state is JobState.RUNNING

@@ -4,6 +4,7 @@ preview showed while that plan is still valid, and says whom it really preempted
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from gpuq.errors import Refused
 from gpuq.model import JobClass, JobState
-from gpuq.policy.config import Mode, Policy
+from gpuq.policy.config import UNGUARDED_POLICY, Mode, Policy
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, actions, convert, generate_jobs
 from gpuq.sim.jobs import RUNNING
 from gpuq.sim.state import dump, load
@@ -39,7 +40,7 @@ def _starts(sim: Simulator, job_id: str) -> list[float]:
 
 def test_an_operators_suspend_holds_the_gpus_until_resume() -> None:
     # (a Δ no gap reaches: only the operator's suspend is at work, never a policy preemption)
-    sim = _sim(Policy(delta=1000), nodes=1, gpus=2)
+    sim = _sim(replace(UNGUARDED_POLICY, delta=1000), nodes=1, gpus=2)
     sim.submit([_job("S", 0, 1000, 10, gpus=2), _job("W", 50, 100, 50, gpus=1)])
     sim.run_until(100)  # S runs on both GPUs; W waits: nothing is free
     before, after = actions.preempt(sim, "S", mode=Mode.SUSPEND)
@@ -69,7 +70,7 @@ def test_an_operators_suspend_holds_the_gpus_until_resume() -> None:
 
 
 def test_resume_refuses_what_an_operator_did_not_suspend() -> None:
-    sim = _sim(Policy(mode=Mode.SUSPEND), nodes=1, gpus=1)
+    sim = _sim(replace(UNGUARDED_POLICY, mode=Mode.SUSPEND), nodes=1, gpus=1)
     sim.submit([_job("L", 0, 2000, 10), _job("H", 1000, 100, 100)])
     sim.run_until(1050)  # the scheduler suspended L for H: L lent its GPU out and waits
     with pytest.raises(Refused, match="suspended by the scheduler and waits in the queue"):
@@ -80,7 +81,7 @@ def test_resume_refuses_what_an_operator_did_not_suspend() -> None:
 
 
 def test_a_held_job_survives_save_and_restore() -> None:
-    sim = _sim(Policy(), nodes=1, gpus=2)
+    sim = _sim(UNGUARDED_POLICY, nodes=1, gpus=2)
     sim.submit([_job("S", 0, 1000, 10, gpus=2), _job("W", 50, 100, 5, gpus=1)])
     sim.run_until(100)
     actions.preempt(sim, "S", mode=Mode.SUSPEND)
@@ -101,7 +102,7 @@ def test_a_held_job_survives_save_and_restore() -> None:
 def test_held_gpus_stay_with_the_suspended_job(seed: int, pick: int, hold_s: float) -> None:
     cluster = ClusterSpec(nodes=2, gpus_per_node=4)
     # (min_runtime: a resumed job is not preempted again the same instant, so the test sees it run)
-    policy = Policy(min_runtime_s=600.0)
+    policy = replace(UNGUARDED_POLICY, min_runtime_s=600.0)
     sim = Simulator(policy=policy, cluster=cluster, history_limit=10**6, event_limit=10**6, trace=True)
     sim.check_fast_path = True
     sim.submit(generate_jobs(seed, 40, cluster=cluster, load=1.5, median_duration_s=1200.0))
@@ -126,7 +127,7 @@ def test_held_gpus_stay_with_the_suspended_job(seed: int, pick: int, hold_s: flo
 def test_a_bump_carries_out_the_plan_its_preview_showed() -> None:
     # Two nodes, each with one 2-GPU job: O started first (more work to lose), N later. The
     # engine would now take N; the operator was shown O (say, a moment earlier): O goes.
-    sim = _sim(Policy(), nodes=2, gpus=2)
+    sim = _sim(UNGUARDED_POLICY, nodes=2, gpus=2)
     sim.submit([_job("O", 0, 5000, 10, gpus=2), _job("N", 100, 5000, 10, gpus=2), _job("H", 200, 100, 5, gpus=2)])
     sim.run_until(300)
     _, after, preempted = actions.bump_reported(sim, "H", priority=100, planned=({"O": ("gpu-001",)}, ("gpu-001",)))
@@ -138,7 +139,7 @@ def test_a_bump_carries_out_the_plan_its_preview_showed() -> None:
 
 
 def test_a_plan_no_longer_valid_is_left_to_the_scheduler_and_the_report_says_so() -> None:
-    sim = _sim(Policy(), nodes=2, gpus=2)
+    sim = _sim(UNGUARDED_POLICY, nodes=2, gpus=2)
     sim.submit([_job("O", 0, 5000, 10, gpus=2), _job("N", 100, 5000, 10, gpus=2), _job("H", 200, 100, 5, gpus=2)])
     sim.run_until(300)
     actions.exempt(sim, "O", until=10_000.0)  # protected since the preview was shown
@@ -148,7 +149,7 @@ def test_a_plan_no_longer_valid_is_left_to_the_scheduler_and_the_report_says_so(
 
 
 def test_a_planned_bump_waits_its_turn_behind_a_higher_job() -> None:
-    sim = _sim(Policy(), nodes=2, gpus=2)
+    sim = _sim(UNGUARDED_POLICY, nodes=2, gpus=2)
     sim.submit([_job("R1", 0, 5000, 10, gpus=2), _job("R2", 0, 5000, 90, gpus=2), _job("Q", 10, 100, 60, gpus=4),
                 _job("H", 20, 100, 5, gpus=2)])  # fmt: skip
     sim.run_until(100)  # Q heads the queue, stuck: it would need R2 (90) as well as R1

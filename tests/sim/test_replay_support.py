@@ -5,12 +5,13 @@ saved state carries, and a remembered "no" that is always the engine's."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuq.model import DAY_S, JobClass
-from gpuq.policy.config import Mode, Policy
+from gpuq.policy.config import UNGUARDED_POLICY, Mode, Policy
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, generate_jobs
 from gpuq.sim.jobs import CANCELLED, COMPLETED, SimJob
 from gpuq.sim.state import dump, load
@@ -26,8 +27,9 @@ policies = st.builds(Policy, delta=st.sampled_from([0.0, 50.0]), mode=st.sampled
 
 
 def _pair(mode: Mode, save: float = 0.0, restore: float = 0.0) -> tuple[Simulator, list[tuple[str, str, str]]]:
-    sim = Simulator(policy=Policy(mode=mode, grace_period_s=60.0), cluster=ClusterSpec(nodes=1, gpus_per_node=1),
-                    classes=CLASSES, checkpoint_cost_s=save, restore_cost_s=restore)  # fmt: skip
+    sim = Simulator(policy=replace(UNGUARDED_POLICY, mode=mode, grace_period_s=60.0),
+                    cluster=ClusterSpec(nodes=1, gpus_per_node=1), classes=CLASSES, checkpoint_cost_s=save,
+                    restore_cost_s=restore)  # fmt: skip
     steps: list[tuple[str, str, str]] = []
     sim.observer = lambda kind, job, by: steps.append((f"{sim.now:g}", kind, job.id + (f"<{by.id}" if by else "")))
     sim.submit(

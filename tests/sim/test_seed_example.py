@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from gpuq.model import JobClass
-from gpuq.policy.config import Mode, Policy
+from gpuq.policy.config import UNGUARDED_POLICY, Mode
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, convert
 
 SEED_DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "seed_demo.py"
-LOSSLESS = Policy(mode=Mode.GRACEFUL, grace_period_s=0.0)  # like the seed: checkpoint at preemption
+LOSSLESS = replace(UNGUARDED_POLICY, mode=Mode.GRACEFUL, grace_period_s=0.0)  # like the seed: checkpoint at preemption
 CLASSES = (JobClass("batch"),)
 
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from gpuq.model import DAY_S, JobClass
-from gpuq.policy.config import Mode, Policy
+from gpuq.policy.config import UNGUARDED_POLICY, Mode
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, actions, generate_jobs
 from gpuq.sim.jobs import PENDING, RUNNING, SUSPENDED
 
@@ -23,7 +23,7 @@ from .helpers import check_invariants
 
 def test_an_urgent_head_back_within_its_quota_preempts_on_another_node() -> None:
     classes = (JobClass("batch"), JobClass("pinned", preemptible=False))
-    sim = Simulator(policy=Policy(delta=0, urgent_quota=MappingProxyType({"t": 2})),
+    sim = Simulator(policy=replace(UNGUARDED_POLICY, delta=0, urgent_quota=MappingProxyType({"t": 2})),
                     cluster=ClusterSpec(nodes=2, gpus_per_node=2), classes=classes, trace=True)  # fmt: skip
     sim.check_fast_path = True  # (a "no" kept wrongly fails inside the run, at the engine's check)
     sim.submit([
@@ -48,8 +48,8 @@ def test_an_urgent_head_back_within_its_quota_preempts_on_another_node() -> None
 
 
 def test_an_urgent_job_an_operator_suspended_still_counts_against_its_tenants_quota() -> None:
-    sim = Simulator(policy=Policy(delta=0, urgent_quota=MappingProxyType({"t": 4})), classes=(JobClass("batch"),),
-                    cluster=ClusterSpec(nodes=2, gpus_per_node=4))  # fmt: skip
+    sim = Simulator(policy=replace(UNGUARDED_POLICY, delta=0, urgent_quota=MappingProxyType({"t": 4})),
+                    classes=(JobClass("batch"),), cluster=ClusterSpec(nodes=2, gpus_per_node=4))  # fmt: skip
     sim.check_fast_path = True
     sim.submit([
         JobSpec("U", 0, 10_000, gpus=4, priority=10, job_class="batch", tenant="t"),
@@ -76,7 +76,7 @@ def test_urgent_bumps_under_a_tenant_quota_match_the_engine() -> None:
     for seed in range(400):
         rng = random.Random(seed)
         cluster = ClusterSpec(nodes=rng.choice([2, 3, 4]), gpus_per_node=rng.choice([2, 4]))
-        policy = Policy(delta=rng.choice([0.0, 50.0]), min_runtime_s=rng.choice([0.0, 600.0]),
+        policy = replace(UNGUARDED_POLICY, delta=rng.choice([0.0, 50.0]), min_runtime_s=rng.choice([0.0, 600.0]),
                         urgent_quota_default=rng.choice([1, 2, 3, 4]))  # fmt: skip
         sim = Simulator(policy=policy, cluster=cluster, history_limit=10**6, event_limit=10**6)
         sim.check_fast_path = True  # every shortcut and every remembered "no" is asked of the engine

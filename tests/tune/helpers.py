@@ -36,7 +36,7 @@ def trace_jobs(count: int = 5) -> tuple[TraceJob, ...]:
 def fake_replay(jobs: Sequence[TraceJob], config: ReplayConfig) -> ReplayResult:
     """Figures that depend on the jobs and on every knob a test grids over (never on the clock)."""
     p = config.policy
-    u = 0.4 + p.delta / 1000 - p.min_runtime_s / 1e5 + config.checkpoint.save_cost_s / 1e4
+    u = 0.4 + p.delta / 1000 - p.min_runtime_s / 1e5 + config.checkpoint.costs(p)[0] / 1e4
     mean = 100.0 * len(jobs) + p.delta * 3 + (config.checkpoint.interval_s or 0) / 10
     per_job = 1.0 / (1 + p.delta) + (0.1 if config.strategy is not None and config.strategy.value == "cancel" else 0)
     return result(u, mean, per_job, jobs=len(jobs))

@@ -68,6 +68,7 @@ def test_every_key_lands_on_its_field() -> None:
     assert (p.delta, p.min_runtime_s, p.grace_period_s, p.max_preemptions_per_day) == (50.0, 600.0, 120.0, 4)
     assert p.default_checkpoint_interval_s == 1200.0 and config.checkpoint.interval_s == 1200.0
     assert (config.checkpoint.save_cost_s, config.checkpoint.restore_cost_s) == (45.0, 180.0)
+    assert (p.checkpoint_cost_s, p.restore_cost_s) == (45.0, 180.0)  # (a policy file written from it keeps them)
     assert p.mode is Mode.CANCEL and config.strategy is Mode.CANCEL
     assert (p.default_aging_rate, p.lost_work_weight, p.priority_weight) == (2.0, 3.0, 0.25)
     assert p.classes["batch"] == ClassPolicy(max_wait_s=3600.0)

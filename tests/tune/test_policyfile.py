@@ -45,4 +45,5 @@ def test_it_writes_every_field_and_readable_durations() -> None:
     data = tomllib.loads(policy_toml(DEFAULT_POLICY))
     assert set(data) == {"preemption", "victim_cost", "aging", "urgent_quota"}
     assert set(data["preemption"]) == {"delta", "mode", "grace_period", "min_runtime", "max_preemptions_per_day",
-                                       "default_checkpoint_interval", "urgent_priority"}  # fmt: skip
+                                       "default_checkpoint_interval", "checkpoint_cost", "restore_cost",
+                                       "urgent_priority"}  # fmt: skip

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from gpuq.policy.config import UNGUARDED_POLICY
 from gpuq.service.policylab import STRATEGIES, LabSettings, builtin_trace, run_lab
 from gpuq.trace.record import TraceJob
 from gpuq.views.policylab import job_order, job_timeline, lab_table, preempted_count, settings_line
@@ -22,11 +23,11 @@ def two_jobs(preemptor_class: str = "high", priority: int = 500) -> list[TraceJo
 
 
 def rows(settings: LabSettings = ONE_NODE, jobs: list[TraceJob] | None = None) -> dict[str, tuple[str, ...]]:
-    return {row.label: row.cells for row in lab_table(run_lab(jobs or two_jobs(), settings))}
+    return {row.label: row.cells for row in lab_table(run_lab(jobs or two_jobs(), settings, policy=UNGUARDED_POLICY))}
 
 
 def test_the_table_compares_the_strategies_as_the_rules_say() -> None:
-    result = run_lab(two_jobs(), ONE_NODE)
+    result = run_lab(two_jobs(), ONE_NODE, policy=UNGUARDED_POLICY)
     table = {row.label: row for row in lab_table(result)}
     # cancel loses all 1000 s of a's work (8 × 1000 GPU-s), requeue what followed its checkpoint at
     # 600 s (8 × 400), graceful nothing: a saves during its 5-minute grace period
@@ -63,7 +64,7 @@ def test_the_sla_factor_moves_the_breaches() -> None:
 
 
 def test_the_timeline_of_the_preempted_job() -> None:
-    result = run_lab(two_jobs(), ONE_NODE)
+    result = run_lab(two_jobs(), ONE_NODE, policy=UNGUARDED_POLICY)
     assert job_order(result) == ("a", "b")  # a was preempted (three times in all), b never
     assert preempted_count(result) == 1
     timeline = job_timeline(result, "a")
@@ -96,7 +97,7 @@ def test_the_timeline_of_the_preempted_job() -> None:
 
 
 def test_without_checkpoints_requeue_loses_the_whole_run() -> None:
-    result = run_lab(two_jobs(), replace(ONE_NODE, checkpoint_interval_s=0.0))
+    result = run_lab(two_jobs(), replace(ONE_NODE, checkpoint_interval_s=0.0), policy=UNGUARDED_POLICY)
     timeline = job_timeline(result, "a")
     assert timeline is not None
     requeue = timeline.lives[1]
@@ -111,7 +112,7 @@ def test_without_checkpoints_requeue_loses_the_whole_run() -> None:
 def test_the_losses_of_every_timeline_add_up_to_the_replays(settings: LabSettings) -> None:
     """The timeline follows each job's progress again (with checkpoint costs): over every job, what
     it says each preemption lost is what the replay counted."""
-    result = run_lab(builtin_trace(count=500), settings)
+    result = run_lab(builtin_trace(count=500), settings, policy=UNGUARDED_POLICY)
     totals = [0.0] * len(STRATEGIES)
     for job in job_order(result):
         timeline = job_timeline(result, job)
@@ -125,7 +126,7 @@ def test_the_losses_of_every_timeline_add_up_to_the_replays(settings: LabSetting
 
 
 def test_the_order_puts_the_most_preempted_first() -> None:
-    result = run_lab(builtin_trace(count=500), LabSettings())
+    result = run_lab(builtin_trace(count=500), LabSettings(), policy=UNGUARDED_POLICY)
     order = job_order(result)
     counts = [sum(1 for r in result.results for _, e, j, _ in r.log if e == "preempt" and j == job) for job in order]
     assert len(order) == 500 and counts == sorted(counts, reverse=True) and counts[0] > counts[-1]

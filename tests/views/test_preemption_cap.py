@@ -10,7 +10,7 @@ from gpuq.model import DAY_S, JobState, PreemptionEvent, Snapshot
 from gpuq.policy.config import Policy
 from gpuq.service import Cluster
 from gpuq.views.ledgercells import event_cells, event_tones, job_cells, job_tones, totals_line
-from gpuq.views.preemptions import cap_state, job_preemptions, ledger_totals, ledger_view, near_cap
+from gpuq.views.preemptions import cap_state, job_preemptions, ledger_thrash, ledger_totals, ledger_view, near_cap
 from tests.factories import at, make_job, make_snapshot
 from tests.tui.backends import FlakyBackend
 from tests.tui.conftest import SMALL
@@ -111,3 +111,19 @@ def test_cells_and_tones_of_the_ledger() -> None:
     assert cells[1:] == ("2027-01-15T06:00:00Z", "2h00m ago", "a", "-", "1", "0.50", "-", "")
     assert datetime.fromisoformat(cells[1].replace("Z", "+00:00")).timestamp() == NOW - 2 * H
     assert event_tones(True)[1:4] == ("new", "new", "new") and set(event_tones(False)) == {None}
+
+
+def test_the_ledger_s_thrash_guard_against_the_cluster_s_policy() -> None:
+    # the ledger records b preempted by e twice, two hours apart (and a once)
+    s = _snap()
+    assert not ledger_thrash(_cluster(3), s).flagged
+    tight = ledger_thrash(_cluster(1), s)  # a cap of 1: b's two events in 2 hours are over it
+    assert tight.flagged and tight.over_cap == 1 and [j.job for j in tight.jobs] == ["b"]
+    assert tight.lost_share is None  # a ledger does not know the work done
+    churn = make_snapshot("lab", "demo", NOW, jobs=list(s.jobs), events=[
+        PreemptionEvent(at(NOW - k * 600.0), "a" if k % 2 else "e", "e" if k % 2 else "a", 1, 0.0, "requeue", "")
+        for k in range(1, 7)
+    ])  # fmt: skip
+    turns = ledger_thrash(_cluster(0), churn)  # no cap of its own: judged against the defaults' 3 a day
+    assert turns.limits.per_day == 3 and turns.pairs_taking_turns == 1 and turns.too_soon == 2
+    assert "pair(s) taking turns (a/e 6×)" in turns.summary()

@@ -9,7 +9,7 @@ the snapshots, not the recomputes: a filter or a sort marks nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -39,6 +39,7 @@ from gpuq.views.preemptions import (
     LedgerTotals,
     cap_state,
     daily_cap,
+    ledger_thrash,
     ledger_totals,
     ledger_view,
     near_cap,
@@ -89,6 +90,8 @@ class PreemptionsModel:
     total_events: int
     params: PreemptionsParams
     combined: bool
+    #: per cluster shown whose preemptions thrash: (name, the guard's line)
+    thrash: list[tuple[str, str]] = field(default_factory=list)
 
 
 #: the jobs table's sort keys, by column
@@ -154,6 +157,7 @@ class PreemptionsPane(Pane):
         caps = []
         seen: dict[int, tuple[float, frozenset[EventKey]]] = {}
         total_jobs = total_events = 0
+        thrash: list[tuple[str, str]] = []
         for item in ctx.items:
             snap, name = item.snapshot, item.snapshot.cluster
             now = snap.now
@@ -177,6 +181,9 @@ class PreemptionsPane(Pane):
             capped = [j.id for j, s in near if s.capped]
             close = [j.id for j, s in near if not s.capped]
             caps.append((name, cap, len(capped), len(close), close))
+            verdict = ledger_thrash(item.cluster, snap)
+            if verdict.flagged:
+                thrash.append((name, verdict.summary()))
         if params.sort is not None:
             jobs.sort(key=_SORT_KEYS[params.sort], reverse=params.descending)
         elif len(ctx.items) > 1:
@@ -184,7 +191,7 @@ class PreemptionsPane(Pane):
         if len(ctx.items) > 1:
             events.sort(key=lambda r: (-r.key[1], r.cluster, job_id_key(r.event.victim)))
         return PreemptionsModel(jobs, events, ledger_totals(every_row), caps, seen, total_jobs, total_events, params,
-                                ctx.combined)  # fmt: skip
+                                ctx.combined, thrash)  # fmt: skip
 
     # -- UI thread
 
@@ -259,6 +266,10 @@ class PreemptionsPane(Pane):
         out.append("\n")
         near = any(capped or close for _, cap, capped, close, _ in model.caps if cap > 0)
         out.append(visible(" · ".join(caps)), style=self.get_component_rich_style("pre--near") if near else "")
+        for name, line in model.thrash:
+            where = f"{name}: " if model.combined else ""
+            out.append(" · ")
+            out.append(visible(where + line), style=self.get_component_rich_style("pre--near"))
         return out
 
     def selection(self) -> Selection | None:
