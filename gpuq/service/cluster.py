@@ -219,6 +219,9 @@ class Cluster:
         """Dry-run victim choice for a what-if request or a job's own (`job_request`); with
         ``native`` (and a backend that can tell) also the native scheduler's own choice."""
         if request.gpus < 1:
+            if request.job_id is not None:  # a CPU-only job (no --gres): no GPU to free for it
+                raise BadInput(f"job {request.job_id} asks for no GPUs: it preempts nobody, so there is nothing to "
+                               "preview")  # fmt: skip
             raise BadInput(f"--gpus {request.gpus}: a request needs at least 1 GPU")
         snap = snapshot or self.snapshot()
         plan = plan_preemption(snap, self.policy, request, snap.now)
@@ -259,7 +262,7 @@ class Cluster:
             if plan.noop:  # (e.g. --urgent on a job already above what it would set: never lowered)
                 return self._pending("bump", job.id, args, reason, plan, None, noop=True)
             preview = None
-            if job.is_pending:
+            if job.is_pending and job.gpus > 0:  # (a CPU-only job preempts nobody: no preview)
                 preview = self.preview(self.job_request(job.id, snapshot, priority=new, urgent=urgent), snapshot)
                 # What the operator is shown goes with the plan: the backend carries it out, or
                 # says what happened instead (`PendingAction`).

@@ -66,7 +66,8 @@ def overview_view(cluster: Cluster, snapshot: Snapshot, *, top: int = 5) -> Over
     unavailable = sum(n.gpus for n in snapshot.nodes if n.name not in usable)
     states = Counter(job.state.value for job in snapshot.jobs)
     report = cluster.sla(snapshot, None)
-    pending = [j for j in snapshot.jobs if j.state is JobState.PENDING]
+    # Jobs waiting for GPUs: a CPU-only job (Slurm without --gres) competes for none.
+    pending = [j for j in snapshot.jobs if j.state is JobState.PENDING and j.gpus > 0]
     ranked = sorted(pending, key=pending_order(snapshot, cluster.policy, now))[:top]
     top_rows = []
     for job in ranked:

@@ -62,9 +62,12 @@ def sbatch(
     user: str | None = None,
     name: str = "t",
     sleep: int = 600,
+    nodes: int = 1,
 ) -> str:
-    """Submit ``sleep`` with ``--gres=gpu:N`` on one node; return the job id."""
-    argv = ["sbatch", "--parsable", "-N1", f"--gres=gpu:{gpus}", "-J", name, "-o", "/dev/null"]
+    """Submit ``sleep`` with ``--gres=gpu:N`` (N per node; none for ``gpus=0``, a CPU-only job) on
+    `nodes` nodes; return the job id."""
+    gres = [f"--gres=gpu:{gpus}"] if gpus else []
+    argv = ["sbatch", "--parsable", f"-N{nodes}", *gres, "-J", name, "-o", "/dev/null"]
     if qos:
         argv += ["-q", qos]
     if partition:
@@ -94,7 +97,11 @@ def wait_for(pred: Callable[[], bool], timeout: float, what: str, step: float = 
 
 
 def wait_running(ids: Sequence[str], timeout: float = 30) -> None:
-    wait_for(lambda: all(states().get(i, ("",))[0] == "RUNNING" for i in ids), timeout, f"jobs {list(ids)} to run")
+    try:
+        wait_for(lambda: all(states().get(i, ("",))[0] == "RUNNING" for i in ids), timeout, f"jobs {list(ids)} to run")
+    except LabError as error:  # say why they wait: squeue's reasons and sinfo's nodes
+        nodes = sh(["sinfo", "-h", "-N", "-O", "NodeList:|,StateLong:|,GresUsed:|"], check=False)
+        raise LabError(f"{error}\nsqueue: {states()}\nsinfo:\n{nodes}") from None
 
 
 def start_requeued(job: str, timeout: float = 60) -> None:

@@ -152,6 +152,10 @@ class PreviewPane(Pane):
             return PreviewModel((heading,), note=(
                 f"job {job.id} is {job.state.value}, not pending: a preview shows what a pending job would preempt "
                 f"to start; select a pending job, or {WHAT_IF_HINT}"))  # fmt: skip
+        if job.gpus < 1:
+            return PreviewModel((heading,), note=(
+                f"job {job.id} asks for no GPUs (CPU-only): it preempts nobody; select a job waiting for GPUs, "
+                f"or {WHAT_IF_HINT}"))  # fmt: skip
         view = from_preview(cluster.preview(cluster.job_request(job.id, snapshot), snapshot))
         return PreviewModel((heading, request_summary(view)), view)
 
