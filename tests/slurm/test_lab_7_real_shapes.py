@@ -43,6 +43,23 @@ def _task_states(array: str) -> list[str]:
     return lab.sh(["squeue", "-h", "-r", "-j", array, "-O", "State:|"]).replace("|", "").split()
 
 
+def test_a_cpu_only_job_alone_on_a_node(qos_lab: dict[str, str]) -> None:
+    """The state that crashed every read: one running job without GPUs, alone on its node. (It
+    runs first: the `shapes` below cancel it.)"""
+    lab.cancel_all()
+    alone = _cpu_only("-w", "gpu2", name="cpu-alone")
+    lab.wait_running([alone], timeout=120)
+    for command in READS:
+        for output in ("table", "json"):
+            _gpuq(*command, *(("-o", output) if command != ["snapshot"] else ()))
+    assert json.loads(_gpuq("job", alone, "-o", "json"))["job"]["gpus"] == 0
+    snapshot = decode_snapshot(_gpuq("snapshot").encode(), "lab.json")
+    job = snapshot.job(alone)
+    assert job is not None and (job.state, job.gpus, job.allocation) == (JobState.RUNNING, 0, {})
+    assert snapshot.used_gpus() == _gres_used() == {}
+    lab.cancel_all()
+
+
 @pytest.fixture(scope="module")
 def shapes(qos_lab: dict[str, str]) -> Iterator[dict[str, Any]]:
     lab.cancel_all()
