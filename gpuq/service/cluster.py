@@ -178,7 +178,7 @@ class Cluster:
             known = ", ".join(sorted(names | set(self.policy.classes))) or "none"
             raise BadInput(f"--class {job_class}: no such class on cluster {snapshot.cluster} (classes: {known})")
         return PreviewRequest(gpus=gpus, priority=priority, job_class=job_class, tenant=tenant, urgent=urgent,
-                              hints=hints)  # fmt: skip
+                              hints=hints, max_nodes=self.capabilities.what_if_max_nodes)  # fmt: skip
 
     def _check_what_if_priority(self, priority: int | None, urgent: bool) -> None:
         """A preview's priority: one the operator could set (`priority_range`), and not beside
