@@ -49,9 +49,9 @@ def test_a_16_gpu_pod_on_8_gpu_nodes_is_never_planned_across_nodes(target: Targe
     target.double.reply("GET", "/api/v1/pods", status=200, body=_with_a_16_gpu_pod(), times=10)
     _config(xdg, target.kubeconfig)
     job = _json(gpuq("--backend", "kubernetes", "job", BIG, "-o", "json"))
-    assert job["job"]["max_nodes"] == 1
-    assert "it can never start here: it asks for 16 GPUs on one node, but the largest node has 8" in job["explanation"]
     assert not any("could preempt" in line for line in job["explanation"])
+    assert "it can never start here: it asks for 16 GPUs on one node, but the largest node has 8" in job["explanation"]
+    assert job["job"]["max_nodes"] == 1
     plan = _json(gpuq("--backend", "kubernetes", "preview", BIG, "-o", "json"), 1)  # (1: never feasible)
     assert (plan["feasible"], plan["would_preempt"], plan["victims"], plan["nodes"]) == (False, False, [], [])
     overview = _json(gpuq("--backend", "kubernetes", "overview", "-o", "json"))
@@ -72,9 +72,14 @@ def test_a_never_class_preempts_nobody(cluster: Target, gpuq: Gpuq, xdg: dict[st
     cluster.config(xdg["config"])
     pod = cluster.id("ml-team-b/batch-embed-0")
     job = _json(gpuq("--backend", "kubernetes", "job", pod, "-o", "json"))
-    assert job["class"]["may_preempt"] == []
     never = f"the cluster lets class {cluster.pc('gpuq-batch-never')} preempt no job (it waits for free GPUs)"
+    # 5 GPUs of that class: the low pods on gpu-node-3 would do, by priority alone
+    what_if = _json(gpuq("--backend", "kubernetes", "preview", "--gpus", "5", "--class", cluster.pc("gpuq-batch-never"),
+                         "-o", "json"))  # fmt: skip
+    assert (what_if["victims"], what_if["blocked"]) == ([], never)
+    assert not any("could preempt" in line for line in job["explanation"])
     assert f"it cannot preempt anything: {never}" in job["explanation"]
+    assert job["class"]["may_preempt"] == []
     plan = _json(gpuq("--backend", "kubernetes", "preview", pod, "-o", "json"))
     assert plan["victims"] == [] and plan["blocked"] == never
     assert plan["spared"] and {s["reason"] for s in plan["spared"]} == {"cluster"}
@@ -90,12 +95,26 @@ def kueue_lab(xdg: dict[str, Path], tmp_path: Path) -> Iterator[WritableDouble]:
         yield server
 
 
+def _sweep_on_one_pod_of_5_gpus() -> bytes:
+    """The recorded workloads, job-sweep-lr-9c7d4 asking for one pod of 5 GPUs instead of 2 of 4."""
+    doc = json.loads((FIXTURES / "56-kueue-workloads-all.json").read_bytes())
+    sweep = next(w for w in doc["items"] if w["metadata"]["name"] == "job-sweep-lr-9c7d4")
+    (pod_set,) = sweep["spec"]["podSets"]
+    pod_set["count"] = 1
+    for key in ("limits", "requests"):
+        pod_set["template"]["spec"]["containers"][0]["resources"][key]["nvidia.com/gpu"] = "5"
+    return json.dumps(doc).encode()
+
+
 def test_a_kueue_bump_preview_lists_only_workloads_kueue_admitted(gpuq: Gpuq, kueue_lab: WritableDouble) -> None:
     """job-sweep-lr-9c7d4 waits for quota; bumped to urgent, gpuq's priority rule alone would
-    take the cheap low pods on gpu-node-3, which no Kueue workload runs. Kueue preempts only the
-    pods of a workload it admitted: train-llama-70b's (its Workload holds quota)."""
+    take the young pods on gpu-node-3, which no Kueue workload runs. Kueue preempts only the pods
+    of a workload it admitted: train-llama-70b's (its Workload holds quota)."""
+    kueue_lab.reply("GET", "/apis/kueue.x-k8s.io/v1beta2/workloads", status=200, body=_sweep_on_one_pod_of_5_gpus(),
+                    times=10)  # fmt: skip
     doc = _json(gpuq("--backend", "k8s", "bump", "ml-team-b/job-sweep-lr-9c7d4", "--urgent", "--dry-run", "-o", "json"))
     preview = doc["preview"]
+    assert preview["request"]["gpus"] == 5
     assert [v["id"] for v in preview["victims"]] == ["ml-team-a/train-llama-70b-7x2kq"]
     not_kueue = {s["id"] for s in preview["spared"] if s["reason"] == "cluster"}
     assert not_kueue == {"ml-team-a/finetune-bert-0", "ml-team-a/notebook-alice", "ml-team-b/eval-small",
