@@ -250,7 +250,7 @@ def parse_squeue_format(
                 partition,
                 qos,
                 None if comment in _NULL else comment,
-                # (squeue --Format has no maximum node count: per-node GPU requests only)
+                # (the fields read here carry no maximum node count: per-node GPU requests only)
                 max_nodes=asked_nodes(0, per_job in _NULL and per_node not in _NULL, nnodes) if pending else None,
             )
         )
