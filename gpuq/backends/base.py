@@ -253,6 +253,9 @@ class Capabilities(msgspec.Struct, frozen=True):
     priority_range: tuple[int, int] = (0, 2**31 - 1)
     #: whether `native_preview` predicts the native scheduler's own choice
     native_preview: bool = False
+    #: the most nodes a what-if request may span here (Kubernetes: 1, a what-if is one pod);
+    #: None: as many as it needs. A job's own limit is in the snapshot (`Job.max_nodes`).
+    what_if_max_nodes: int | None = None
     #: what the backend cannot read now and what that leaves out, in words for the operator
     #: (Kubernetes without the right to list nodes: "GPU occupancy from pods only …"); views show them
     notes: tuple[str, ...] = ()

@@ -2,7 +2,8 @@
 
 `-o json` → `{"cluster", "taken_at", "job": {snapshot job fields + wait_s, effective_priority,
 preemptions, preemptions_24h}, "class": {"name", "priority", "preemptible", "target_p95_s",
-"max_wait_s"}, "explanation": [sentences], "protection": {"reason", "detail"} | null,
+"max_wait_s", "may_preempt" (the classes it may preempt, only where the cluster says)},
+"explanation": [sentences], "protection": {"reason", "detail"} | null,
 "gpu_seconds_lost_if_preempted": x | null}`. `protection` is what would stop even an urgent job
 from preempting this one (running jobs only).
 """
@@ -54,7 +55,9 @@ def job(app: App, job_id: str) -> None:
                 "taken_at": format_time(view.taken_at),
                 "job": _document(view),
                 "class": {"name": cls.name, "priority": cls.priority, "preemptible": cls.preemptible,
-                          "target_p95_s": cls.target_p95_s, "max_wait_s": cls.max_wait_s},  # fmt: skip
+                          "target_p95_s": cls.target_p95_s, "max_wait_s": cls.max_wait_s,
+                          **({"may_preempt": list(cls.may_preempt)} if isinstance(cls.may_preempt, tuple) else {})},
+                # fmt: skip
                 "explanation": list(view.explanation),
                 "protection": None if view.protection is None
                 else {"reason": view.protection[0].value, "detail": view.protection[1]},

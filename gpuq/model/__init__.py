@@ -156,13 +156,26 @@ def job_id_key(job_id: str) -> JobIdKey:
 
 
 class JobClass(msgspec.Struct, frozen=True, gc=False):
-    """A QOS, partition or PriorityClass: default priority, preemptibility and SLA."""
+    """A QOS, partition or PriorityClass: default priority, preemptibility and SLA.
+
+    `may_preempt`: the classes whose jobs a job of this class may preempt, as the cluster's own
+    configuration says (Slurm: the QOS's ``Preempt`` list under preempt/qos, the partitions of a
+    lower ``PriorityTier`` under preempt/partition_prio; Kubernetes: none for a PriorityClass with
+    ``preemptionPolicy: Never``); left unset (and unwritten) where the cluster sets no such rule
+    beyond priority. The policy engine never plans a victim outside it (`JobClass.may_take`).
+    """
 
     name: str
     priority: Priority = 0
     preemptible: bool = True
     target_p95_s: Seconds | None = None
     max_wait_s: Seconds | None = None
+    may_preempt: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
+
+    def may_take(self, victim_class: str) -> bool:
+        """Whether the cluster lets a job of this class preempt a job of `victim_class`."""
+        allowed = self.may_preempt
+        return not isinstance(allowed, tuple) or victim_class in allowed
 
 
 class Node(msgspec.Struct, frozen=True, gc=False):
@@ -212,6 +225,13 @@ class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"jo
     #: what runs the job, one key for all its pods: ``Kind/namespace/name`` on Kubernetes (a
     #: JobSet, Job, PyTorchJob…), ``Kind/name`` where names have no namespace; views group by it
     owner: str | None = None
+    #: the most nodes the job may run on, where the cluster fixes it: 1 for a Kubernetes pod, the
+    #: node count a Slurm job asked for; None: as many as it needs. Plans never spread it wider.
+    max_nodes: Annotated[int, msgspec.Meta(ge=1, le=MAX_NODES)] | None = None
+    #: the queue manager of the job (``kueue``): on a job holding GPUs, the one that admitted
+    #: it (a pod of a Workload Kueue admitted); on a pending job, the one holding it back (a
+    #: Workload waiting for quota), which preempts only jobs it admitted
+    admitted_by: str | None = None
 
     @property
     def is_pending(self) -> bool:
@@ -352,3 +372,6 @@ class PreviewRequest(msgspec.Struct, frozen=True):
     queued_since: float | None = None
     hints: Mapping[str, str] = msgspec.field(default_factory=dict)
     priority_note: str | None = None
+    #: placement rules of the job asked about (`Job.max_nodes`, `Job.admitted_by`)
+    max_nodes: int | None = None
+    admitted_by: str | None = None

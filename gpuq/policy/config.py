@@ -95,6 +95,7 @@ class Policy:
             preemptible=cls.preemptible if override.preemptible is None else override.preemptible,
             target_p95_s=cls.target_p95_s if override.target_p95_s is None else override.target_p95_s,
             max_wait_s=cls.max_wait_s if override.max_wait_s is None else override.max_wait_s,
+            may_preempt=cls.may_preempt,  # (the cluster's rule: no policy file changes it)
         )
 
     def aging_rate(self, class_name: str) -> float:

@@ -72,6 +72,8 @@ def request_for_job(job: Job) -> PreviewRequest:
         urgent=job.urgent,
         job_id=job.id,
         queued_since=job.queued_since.timestamp() if job.state is JobState.PENDING else None,
+        max_nodes=job.max_nodes,
+        admitted_by=job.admitted_by,
     )
 
 
@@ -95,14 +97,26 @@ class _Context:
     now: float
     requester_priority: float
     exclude: str | None
+    #: the requester's class and queue manager: the cluster's own rules of whom it may preempt
+    requester_class: JobClass
+    admitted_by: str | None = None
     classes: dict[str, JobClass] = field(default_factory=dict)
     victims: dict[str, _Victim] = field(default_factory=dict)
     quick: dict[str, tuple[float, bool]] = field(default_factory=dict)
     fast_rules: bool = False
+    #: whether the cluster limits whom the requester may preempt beyond priority
+    native_rules: bool = False
 
     def __post_init__(self) -> None:
+        self.native_rules = self.admitted_by is not None or isinstance(self.requester_class.may_preempt, tuple)
         # Without min-runtime and cap rules, a job is protected only by exemption, class or delta.
-        self.fast_rules = self.policy.min_runtime_s <= 0 and self.policy.max_preemptions_per_day <= 0
+        self.fast_rules = (self.policy.min_runtime_s <= 0 and self.policy.max_preemptions_per_day <= 0
+                           and not self.native_rules)  # fmt: skip
+
+    def protection(self, job: Job) -> tuple[Reason, str] | None:
+        """Every rule that can protect `job` from this requester (gpuq's policy, the cluster's)."""
+        return protection(job, self.cls(job.job_class), self.requester_priority, self.policy, self.now,
+                          requester=self.requester_class, admitted_by=self.admitted_by)  # fmt: skip
 
     def cls(self, name: str) -> JobClass:
         found = self.classes.get(name)
@@ -127,7 +141,7 @@ class _Context:
                 # for the few protected jobs a plan lists.
                 ok = outranks(self.requester_priority, priority, policy.delta)
             else:
-                ok = protection(job, self.cls(job.job_class), self.requester_priority, policy, self.now) is None
+                ok = self.protection(job) is None
             found = self.quick[job.id] = (cost, ok)
         return found
 
@@ -142,9 +156,7 @@ class _Context:
                 cost=cost,
                 lost=gpu_seconds_lost(job, self.policy, self.now),
                 priority=self.running_priority(job),
-                protected=None
-                if unprotected
-                else protection(job, self.cls(job.job_class), self.requester_priority, self.policy, self.now),
+                protected=None if unprotected else self.protection(job),
                 idkey=job_id_key(job.id),
                 on_node={node: len(idx) for node, idx in job.allocation.items()},
             )
@@ -381,9 +393,26 @@ def _plan_single(ctx: _Context, request: PreviewRequest, nodes: list[Node], free
                 total_cost=sum(v.cost for v in victims))
 
 
+def _widest(ctx: _Context, usable: list[Node], free: dict[str, int], limit: int) -> list[Node]:
+    """The `limit` nodes where the most GPUs could be had (free, or held by jobs the requester
+    may preempt): a job that may span only so many nodes is planned on those alone."""
+    exclude = ctx.exclude
+    on = ctx.snapshot.running_on()
+
+    def room(node: Node) -> tuple[int, str]:
+        takeable = sum(len(job.allocation[node.name]) for job in on.get(node.name, ())
+                       if job.id != exclude and ctx.quick_numbers(job)[1])  # fmt: skip
+        return (-(free[node.name] + takeable), node.name)
+
+    return sorted(usable, key=room)[:limit]
+
+
 def _plan_multi(ctx: _Context, request: PreviewRequest, nodes: list[Node], free: dict[str, int]) -> Plan:
     g = request.gpus
     usable = [n for n in nodes if n.state.takes_work]
+    limit = request.max_nodes
+    if limit is not None and len(usable) > limit:
+        usable = _widest(ctx, usable, free, limit)
 
     def take(freed_by_node: dict[str, int]) -> tuple[str, ...]:
         # Fewest nodes: the emptiest nodes first.
@@ -456,12 +485,26 @@ def plan_preemption(snapshot: Snapshot, policy: Policy, request: PreviewRequest,
                     fits_without_preemption=request.gpus <= 0, would_preempt=False, nodes=(), victims=(),
                     spared=(), freed_gpus=0, total_cost=0.0, blocked=why if request.gpus > 0 else None,
                     notes=tuple(notes))
-    ctx = _Context(snapshot=snapshot, policy=policy, now=now, requester_priority=priority, exclude=request.job_id)
+    limit = request.max_nodes
+    if limit is not None and request.gpus > largest * limit:
+        # (the cluster's placement rule: a Kubernetes pod runs on one node, a Slurm job on the nodes it asked for)
+        on = "one node" if limit == 1 else f"at most {limit} nodes"
+        return Plan(request=request, effective_priority=priority, feasible=False, fits_without_preemption=False,
+                    would_preempt=False, nodes=(), victims=(), spared=(), freed_gpus=0, total_cost=0.0,
+                    blocked=f"asks for {request.gpus} GPUs on {on}, but the largest node has {largest}",
+                    notes=tuple(notes))  # fmt: skip
+    ctx = _Context(snapshot=snapshot, policy=policy, now=now, requester_priority=priority, exclude=request.job_id,
+                   requester_class=class_of(snapshot, policy, request.job_class or ""),
+                   admitted_by=request.admitted_by)  # fmt: skip
     free = free_gpus(snapshot)
     if request.gpus <= largest:
         plan = _plan_single(ctx, request, nodes, free)
     else:
         plan = _plan_multi(ctx, request, nodes, free)
+    if plan.blocked is not None and plan.feasible and ctx.requester_class.may_preempt == ():
+        # (say the one reason that matters rather than every candidate's)
+        plan = msgspec.structs.replace(
+            plan, blocked=f"the cluster lets class {ctx.requester_class.name} preempt no job (it waits for free GPUs)")
     if notes:
         plan = msgspec.structs.replace(plan, notes=tuple(notes))
     return plan

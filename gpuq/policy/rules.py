@@ -24,6 +24,7 @@ __all__ = [
     "aged_priority",
     "capped",
     "checkpoint_interval",
+    "cluster_protection",
     "effective_priority",
     "effective_priority_of",
     "exempt",
@@ -54,6 +55,8 @@ class Reason(StrEnum):
     CAP = "cap"
     DELTA = "delta"
     CLASS = "class"
+    #: the cluster's own rules do not let this requester take it (`cluster_protection`)
+    CLUSTER = "cluster"
     NOT_NEEDED = "not_needed"
 
 
@@ -294,14 +297,42 @@ def standing_protection(victim: Job, cls: JobClass, policy: Policy, now: float) 
     return None
 
 
+def cluster_protection(victim: Job, requester: JobClass, admitted_by: str | None) -> tuple[Reason, str] | None:
+    """What keeps the cluster itself from preempting `victim` for a requester of class
+    `requester` (admitted by `admitted_by`), whatever gpuq's policy says: a queue manager (Kueue)
+    preempts only jobs it admitted, and a class preempts only the classes the cluster lets it
+    (`JobClass.may_take`). None when the cluster could take it."""
+    if admitted_by is not None and victim.admitted_by != admitted_by:
+        return Reason.CLUSTER, f"not admitted by {admitted_by}, which preempts only jobs it admitted"
+    allowed = requester.may_preempt
+    if isinstance(allowed, tuple) and victim.job_class not in allowed:
+        if not allowed:
+            return Reason.CLUSTER, f"the cluster lets class {requester.name} preempt no job"
+        return Reason.CLUSTER, (f"the cluster lets class {requester.name} preempt only "
+                                f"{', '.join(sorted(allowed))}, not {victim.job_class}")  # fmt: skip
+    return None
+
+
 def protection(
-    victim: Job, cls: JobClass, preemptor_priority: float, policy: Policy, now: float
+    victim: Job,
+    cls: JobClass,
+    preemptor_priority: float,
+    policy: Policy,
+    now: float,
+    *,
+    requester: JobClass | None = None,
+    admitted_by: str | None = None,
 ) -> tuple[Reason, str] | None:
     """The first rule that protects `victim` from a preemptor of `preemptor_priority`, or None:
-    a standing protection, else the Δ trigger."""
+    a standing protection, the cluster's own rules for a requester of class `requester`
+    (`cluster_protection`), else the Δ trigger."""
     standing = standing_protection(victim, cls, policy, now)
     if standing is not None:
         return standing
+    if requester is not None:
+        native = cluster_protection(victim, requester, admitted_by)
+        if native is not None:
+            return native
     victim_priority = effective_priority(victim, cls, policy, now)
     if not outranks(preemptor_priority, victim_priority, policy.delta):
         gap = preemptor_priority - victim_priority

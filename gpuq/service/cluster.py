@@ -184,7 +184,7 @@ class Cluster:
             known = ", ".join(sorted(names | set(self.policy.classes))) or "none"
             raise BadInput(f"--class {job_class}: no such class on cluster {snapshot.cluster} (classes: {known})")
         request = PreviewRequest(gpus=gpus, priority=priority, job_class=job_class, tenant=tenant, urgent=urgent,
-                                 hints=hints)  # fmt: skip
+                                 hints=hints, max_nodes=self.capabilities.what_if_max_nodes)  # fmt: skip
         return self._native_priority(snapshot, request) or request
 
     def _native_priority(self, snapshot: Snapshot, request: PreviewRequest) -> PreviewRequest | None:

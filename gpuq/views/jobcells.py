@@ -8,6 +8,7 @@ from datetime import datetime
 
 import msgspec
 
+from gpuq.model import JobClass
 from gpuq.timefmt import format_duration
 from gpuq.views.audit import AuditRow, audit_row
 from gpuq.views.changes import describe_value, format_priority
@@ -36,6 +37,7 @@ def job_fields(view: JobView) -> list[tuple[str, str]]:
             "class",
             f"{cls.name}: default priority {cls.priority}, "
             + ("preemptible" if cls.preemptible else "not preemptible")
+            + _may_preempt(cls)
             + (f", target P95 {format_duration(cls.target_p95_s)}" if cls.target_p95_s is not None else "")
             + (f", max wait {format_duration(cls.max_wait_s)}" if cls.max_wait_s is not None else ""),
         ),
@@ -108,3 +110,11 @@ def audit_lines(view: JobView) -> list[AuditLine]:
             text += f" (reason: {reason})"
         out.append(AuditLine(text, not row.outcome_known, result in ("refused", "error", "dry_run")))
     return out
+
+
+def _may_preempt(cls: JobClass) -> str:
+    """Whom the cluster lets the class preempt, where it says (`JobClass.may_preempt`)."""
+    allowed = cls.may_preempt
+    if not isinstance(allowed, tuple):
+        return ""
+    return f", may preempt {', '.join(allowed)}" if allowed else ", preempts no job"

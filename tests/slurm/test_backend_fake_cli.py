@@ -14,8 +14,10 @@ import pytest
 
 from gpuq.backends.base import ActionPlan, PriorityChange
 from gpuq.errors import BadInput, NotFound, PermissionDenied, Refused, Unreachable
-from gpuq.model import JobState
-from gpuq.policy.config import Mode
+from gpuq.model import Job, JobState
+from gpuq.policy.config import Mode, Policy
+from gpuq.views.job import pending_reasons
+from tests.factories import make_job, make_snapshot
 from tests.slurm.samples import LIVE, stand_in
 
 SCONTROL = f"""#!/bin/bash
@@ -229,3 +231,33 @@ def test_sacctmgr_never_gets_dash_m() -> None:
 
     assert Runner("prod").argv(["sacctmgr", "-n", "show", "qos"]) == ["sacctmgr", "-n", "show", "qos"]
     assert Runner("prod").argv(["squeue", "-h"]) == ["squeue", "-M", "prod", "-h"]
+
+
+def test_the_captured_qos_set_up_says_whom_each_class_may_preempt(fake: Path) -> None:
+    """The lab's qos mode (sacctmgr-show-qos.txt): normal has Preempt=low, urgent
+    Preempt=low,lowgrace,normal; the others preempt nobody."""
+    snap = stand_in().snapshot()
+    allowed = {c.name: c.may_preempt for c in snap.classes}
+    assert allowed == {"normal": ("low",), "low": (), "lowgrace": (), "exempt": (),
+                       "urgent": ("low", "lowgrace", "normal")}  # fmt: skip
+
+
+def test_a_normal_job_is_never_told_it_could_preempt_a_lowgrace_one(fake: Path) -> None:
+    """On the captured set-up, a pending normal job beside young lowgrace jobs (the cheapest to
+    stop) and older low ones: gpuq names only the low ones, as slurmctld would take them."""
+    captured = stand_in().snapshot()
+    now = captured.now
+    run = JobState.RUNNING
+
+    def job(jid: str, qos: str, node: str, ran: float) -> Job:
+        return make_job(jid, jid, "u", "t", qos, 10, run, now - ran - 60, 2, start_time=now - ran,
+                        allocation={node: (0, 1) if jid in ("4", "6") else (2, 3)}, qos=qos)  # fmt: skip
+
+    jobs = (job("3", "low", "gpu1", 7200.0), job("4", "low", "gpu1", 3600.0), job("5", "lowgrace", "gpu2", 120.0),
+            job("6", "lowgrace", "gpu2", 60.0),
+            make_job("7", "n", "u", "t", "normal", 100, JobState.PENDING, now - 30, 4, qos="normal"))  # fmt: skip
+    snap = make_snapshot("gpuqlab", "slurm", now, captured.classes, captured.nodes, jobs)
+    lines, plan = pending_reasons(snap, Policy(), snap.job("7"), now)  # type: ignore[arg-type]
+    assert plan is not None and sorted(v.job_id for v in plan.victims) == ["3", "4"]
+    assert any(line.startswith("under gpuq's policy it could preempt 2 job(s) (4, 3) on gpu1") for line in lines)
+    assert {c.job_id: c.reason.value for c in plan.spared} == {"5": "cluster", "6": "cluster"}

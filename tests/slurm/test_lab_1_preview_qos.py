@@ -64,3 +64,35 @@ def test_cli_preview_shows_the_native_plan() -> None:
     lab.wait_running([urgent], timeout=60)
     assert native["would_preempt"] is True
     assert {v["id"] for v in native["victims"]} == lab.preempted_since(offset)
+
+
+def _gpuq_json(*args: str) -> dict[str, object]:
+    gpuq = Path(sys.executable).with_name("gpuq")
+    proc = subprocess.run(  # noqa: S603
+        [str(gpuq), "--backend", "slurm", *args, "-o", "json"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc: dict[str, object] = json.loads(proc.stdout)
+    return doc
+
+
+def test_a_normal_job_is_never_told_it_could_preempt_a_qos_normal_may_not() -> None:
+    """Each node: a low job, then a younger lowgrace one (the cheaper victim by lost work). A
+    4-GPU normal job needs a whole node; normal may preempt only low (Preempt=low), so slurmctld
+    keeps it pending, and gpuq job and the overview now say it cannot preempt anything."""
+    lab.cancel_all()
+    low = [lab.sbatch("-w", node, gpus=2, qos="low") for node in ("gpu1", "gpu2")]
+    lab.wait_running(low)
+    grace = [lab.sbatch("-w", node, gpus=2, qos="lowgrace") for node in ("gpu1", "gpu2")]
+    lab.wait_running(grace)
+    normal = lab.sbatch(gpus=4, qos="normal")
+    lab.wait_for(lambda: lab.states().get(normal, ("",))[0] == "PENDING", 30, "the normal job to be pending")
+    job = _gpuq_json("job", normal)
+    explanation = job["explanation"]
+    assert isinstance(explanation, list)
+    assert not any("could preempt" in line for line in explanation), explanation
+    assert any(line.startswith("it cannot preempt anything") for line in explanation), explanation
+    overview = _gpuq_json("overview")
+    rows = [row for row in overview["top_pending"] if row["id"] == normal]  # type: ignore[attr-defined]
+    assert rows and rows[0]["victims"] == []
+    assert lab.states()[normal][0] == "PENDING" and all(lab.states()[j][0] == "RUNNING" for j in low + grace)

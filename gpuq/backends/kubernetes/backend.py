@@ -105,6 +105,7 @@ class KubernetesBackend(Backend):
             actions=ACTIONS,
             priority_range=self.priority_range(),
             native_preview=True,
+            what_if_max_nodes=1,  # (a what-if is one pod, and a pod runs on one node)
             notes=tuple(notes),
             history=True,
         )

@@ -20,12 +20,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
+import msgspec
+
 from gpuq.backends.kubernetes.kueue import Workload, WorkloadPriorityClass
 from gpuq.backends.kubernetes.wire import Condition, Node, Pod, PriorityClass
 from gpuq.errors import BadInput
 from gpuq.model import (
     ACTIVE_STATES,
     MAX_GPUS_PER_NODE,
+    MAX_NODES,
     Job,
     JobClass,
     JobState,
@@ -38,10 +41,12 @@ from gpuq.model import Node as ModelNode
 __all__ = [
     "CHECKPOINT_ANNOTATION",
     "EXEMPT_KEY",
+    "KUEUE",
     "NO_CLASS",
     "PREEMPTION_REASONS",
     "SYSTEM_PRIORITY_MIN",
     "USER_ANNOTATION",
+    "admitted_owners",
     "job_class",
     "merged_times",
     "model_node",
@@ -62,6 +67,8 @@ CHECKPOINT_ANNOTATION = "gpuq.io/last-checkpoint"
 #: an annotation (or label) holding the time a pod is exempt from preemption until
 EXEMPT_KEY = "gpuq.io/exempt-until"
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+#: `Job.admitted_by` of what Kueue holds back or admitted
+KUEUE = "kueue"
 #: the class of pods without a priorityClassName (and no global default class to give them one)
 NO_CLASS = "none"
 #: DisruptionTarget reasons of a scheduler preemption (1.26 renamed the first to the second)
@@ -236,6 +243,7 @@ def pod_job(pod: Pod, event_times: Iterable[datetime] = (), *, no_class: str = N
         reason=reason,
         comment=owner_of(pod),
         owner=owner_key(pod),
+        max_nodes=1,  # (a pod runs on one node)
     )
 
 
@@ -272,8 +280,11 @@ def synthetic_node(name: str, used: int) -> ModelNode:
 
 
 def job_class(pc: PriorityClass) -> JobClass:
-    """A PriorityClass as a gpuq class (SLA targets come from the policy file)."""
-    return JobClass(pc.metadata.name, pc.value, preemptible=pc.value < SYSTEM_PRIORITY_MIN)
+    """A PriorityClass as a gpuq class (SLA targets come from the policy file); a class with
+    ``preemptionPolicy: Never`` preempts no pod (kube-scheduler's ``PodEligibleToPreemptOthers``)."""
+    never = pc.preemption_policy == "Never"
+    return JobClass(pc.metadata.name, pc.value, preemptible=pc.value < SYSTEM_PRIORITY_MIN,
+                    may_preempt=() if never else msgspec.UNSET)  # fmt: skip
 
 
 def preemption_event(
@@ -345,7 +356,24 @@ def workload_job(workload: Workload, *, no_class: str = NO_CLASS) -> Job | None:
         reason=": ".join(parts),
         comment=f"{owner.kind}/{owner.name}" if owner is not None else None,
         owner=f"{owner.kind}/{meta.namespace}/{owner.name}" if owner is not None else None,
+        # each of its pods runs on one node; Kueue preempts only the workloads it admitted
+        max_nodes=min(MAX_NODES, max(1, sum(ps.count for ps in spec.pod_sets))),
+        admitted_by=KUEUE,
     )
+
+
+def admitted_owners(workloads: Iterable[Workload]) -> set[str]:
+    """What runs each workload Kueue admitted (holds quota for, not finished), as `Job.owner`
+    keys (``Kind/namespace/name``; a plain pod's workload: the pod's own ``namespace/name``):
+    the pods of those are the jobs Kueue may preempt."""
+    out: set[str] = set()
+    for workload in workloads:
+        owner = workload.metadata.controller
+        if owner is None or not workload.is_true("QuotaReserved") or workload.is_true("Finished"):
+            continue
+        namespace = workload.metadata.namespace
+        out.add(f"{namespace}/{owner.name}" if owner.kind == "Pod" else f"{owner.kind}/{namespace}/{owner.name}")
+    return out
 
 
 def workload_class(wpc: WorkloadPriorityClass) -> JobClass:

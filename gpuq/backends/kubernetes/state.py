@@ -24,12 +24,15 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from gpuq.backends.kubernetes import kueue
 from gpuq.backends.kubernetes import wire as w
 from gpuq.backends.kubernetes.client import KubeClient
 from gpuq.backends.kubernetes.convert import (
+    KUEUE,
     NO_CLASS,
+    admitted_owners,
     job_class,
     model_node,
     pod_job,
@@ -298,7 +301,7 @@ class ClusterState:
         """The model of what is cached now."""
         with self.lock:
             classes = self._classes()
-            jobs = list(self.jobs.values())
+            jobs = self._admitted(list(self.jobs.values()))
             jobs.extend(self._workload_jobs())
             nodes = self._model_nodes()
             events = self._preemption_events()
@@ -317,6 +320,17 @@ class ClusterState:
             if job.job_class not in found:
                 found[job.job_class] = JobClass(job.job_class, job.priority if job.job_class != NO_CLASS else 0)
         return tuple(sorted(found.values(), key=lambda c: (-c.priority, c.name)))
+
+    def _admitted(self, jobs: list[Job]) -> list[Job]:
+        """`jobs` with the running pods of workloads Kueue admitted marked (`Job.admitted_by`):
+        the only jobs Kueue preempts for a workload it holds back."""
+        if "workloads" not in self.informers:
+            return jobs
+        owners = admitted_owners(self.store("workloads").items.values())
+        if not owners:
+            return jobs
+        # (a pending pod of an admitted workload waits for kube-scheduler, which may preempt any pod)
+        return [replace(j, admitted_by=KUEUE) if j.holds_gpus and (j.owner or j.id) in owners else j for j in jobs]
 
     def _workload_jobs(self) -> list[Job]:
         if "workloads" not in self.informers:

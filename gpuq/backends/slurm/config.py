@@ -155,6 +155,12 @@ class PreemptConfig:
     def by_partition(self) -> bool:
         return self.preempt_type == "preempt/partition_prio"
 
+    @property
+    def preemption_off(self) -> bool:
+        """Whether slurmctld preempts nothing: PreemptType preempt/none (or unset), or the
+        cluster's PreemptMode OFF."""
+        return self.preempt_type in ("", "preempt/none") or self.preempt_mode.upper().startswith("OFF")
+
     def mode_of(self, own: str = "") -> str:
         """The PreemptMode that applies: a QOS's or partition's own (`own`), else the cluster's;
         upper case, without the GANG/WITHIN flags ("GANG,SUSPEND" -> "SUSPEND"); "OFF" if none."""

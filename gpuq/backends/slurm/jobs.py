@@ -15,6 +15,7 @@ from gpuq.model import MAX_EPOCH, MAX_ID_LENGTH, Job, JobState
 
 __all__ = [
     "NO_ALLOCATION",
+    "asked_nodes",
     "AdminNote",
     "ClassKey",
     "QueueRead",
@@ -225,3 +226,14 @@ def allocation_from(
     per, extra = divmod(gpus, len(nodes))
     spread = {n: (None,) * (per + (1 if i < extra else 0)) for i, n in enumerate(nodes)}
     return {n: indexes for n, indexes in spread.items() if indexes}
+
+
+def asked_nodes(max_nodes: int, per_node: bool, node_count: int) -> int | None:
+    """The most nodes a pending job may run on, as it asked (`Job.max_nodes`): its maximum node
+    count when it set one (``-N1``, ``-N1-2``), else its node count when its GPUs are asked per
+    node (``--gres=gpu:4``: that many on each of its nodes); None: as many as it needs (``--gpus``)."""
+    if max_nodes > 0:
+        return max_nodes
+    if per_node and node_count > 0:
+        return node_count
+    return None

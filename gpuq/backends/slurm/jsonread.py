@@ -24,6 +24,7 @@ from gpuq.backends.slurm.jobs import (
     ClassKey,
     QueueRead,
     allocation_from,
+    asked_nodes,
     class_of,
     clean,
     job_id_text,
@@ -166,6 +167,10 @@ def parse_jobs_json(data: Mapping[str, Any], class_key: ClassKey) -> QueueRead:
                 partition=partition,
                 qos=qos,
                 comment=clean(text_field(job, "comment")),
+                max_nodes=asked_nodes(_num(job.get("max_nodes"), 0, MAX_NODES, "max_nodes"),
+                                      bool(text_field(job, "tres_per_node")) and not text_field(job, "tres_per_job"),
+                                      _num(job.get("node_count"), 1, MAX_NODES, "node_count"))
+                if pending else None,  # fmt: skip
             )
         )
         out.raw_ids[jid] = raw_id

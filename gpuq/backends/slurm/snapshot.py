@@ -160,7 +160,10 @@ def read_sacct(
 
 def classes_of(cfg: PreemptConfig) -> tuple[JobClass, ...]:
     """The job classes: partitions under preempt/partition_prio, else QOS; preemptible when
-    someone may preempt them in a mode that frees their GPUs."""
+    someone may preempt them in a mode that frees their GPUs. Each says whom slurmctld lets its
+    jobs preempt (`JobClass.may_preempt`): the partitions of a lower PriorityTier, the QOS's own
+    ``Preempt`` list; nobody with preemption off (PreemptType preempt/none, PreemptMode OFF)."""
+    off = cfg.preemption_off
     if cfg.by_partition:
         tiers = [p.priority_tier for p in cfg.partitions.values()]
         return tuple(
@@ -169,6 +172,8 @@ def classes_of(cfg: PreemptConfig) -> tuple[JobClass, ...]:
                 priority=p.priority_tier,
                 preemptible=cfg.mode_of(p.preempt_mode) in ("REQUEUE", "CANCEL")
                 and any(t > p.priority_tier for t in tiers),
+                may_preempt=() if off else tuple(sorted(o.name for o in cfg.partitions.values()
+                                                        if o.priority_tier < p.priority_tier)),  # fmt: skip
             )
             for p in cfg.partitions.values()
         )
@@ -178,6 +183,8 @@ def classes_of(cfg: PreemptConfig) -> tuple[JobClass, ...]:
             name=q.name,
             priority=q.priority,
             preemptible=q.name in preemptors and cfg.mode_of(q.preempt_mode) in ("REQUEUE", "CANCEL"),
+            may_preempt=() if off else tuple(sorted(q.preempt)),
         )
         for q in cfg.qos.values()
     )
+

@@ -27,6 +27,7 @@ from gpuq.backends.slurm.jobs import (
     ClassKey,
     QueueRead,
     allocation_from,
+    asked_nodes,
     checked_id,
     class_of,
     clean,
@@ -249,6 +250,8 @@ def parse_squeue_format(
                 partition,
                 qos,
                 None if comment in _NULL else comment,
+                # (the fields read here carry no maximum node count: per-node GPU requests only)
+                max_nodes=asked_nodes(0, per_job in _NULL and per_node not in _NULL, nnodes) if pending else None,
             )
         )
         raw_ids[jid] = raw_id

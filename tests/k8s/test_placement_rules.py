@@ -1,0 +1,127 @@
+"""The cluster's own rules in gpuq's plan on Kubernetes: a pod runs on one node, a PriorityClass
+with ``preemptionPolicy: Never`` preempts nobody, and Kueue preempts only workloads it admitted
+(`gpuq job`, `gpuq preview`, the overview and a bump's preview)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.k8s.conftest import Gpuq, Target
+from tests.k8s.double import FIXTURES
+from tests.k8s.writes import WritableDouble
+
+BIG = "ml-team-a/big-train"
+
+
+def _json(result: Any, code: int = 0) -> dict[str, Any]:
+    assert result.exit_code == code, result.output
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def _config(xdg: dict[str, Path], kubeconfig: Path) -> None:
+    path = xdg["config"] / "gpuq" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # (no watch streams: each command lists afresh)
+    path.write_text(f"[backends.kubernetes]\nkubeconfig = {json.dumps(str(kubeconfig))}\nwatch = false\n")
+
+
+def _with_a_16_gpu_pod() -> bytes:
+    """The recorded pod list plus a pending 16-GPU pod (the urgent pod's spec, not nominated)."""
+    pods = json.loads((FIXTURES / "05-pods-all.json").read_bytes())
+    pod = json.loads(json.dumps(next(p for p in pods["items"] if p["metadata"]["name"] == "urgent-pod")))
+    pod["metadata"].update(name="big-train", uid="00000000-0000-4000-8000-000000000016")
+    for key in ("limits", "requests"):
+        pod["spec"]["containers"][0]["resources"][key]["nvidia.com/gpu"] = "16"
+    del pod["status"]["nominatedNodeName"]
+    pods["items"].append(pod)
+    return json.dumps(pods).encode()
+
+
+def test_a_16_gpu_pod_on_8_gpu_nodes_is_never_planned_across_nodes(target: Target, gpuq: Gpuq,
+                                                                   xdg: dict[str, Path]) -> None:  # fmt: skip
+    assert target.double is not None
+    target.double.reply("GET", "/api/v1/pods", status=200, body=_with_a_16_gpu_pod(), times=10)
+    _config(xdg, target.kubeconfig)
+    job = _json(gpuq("--backend", "kubernetes", "job", BIG, "-o", "json"))
+    assert not any("could preempt" in line for line in job["explanation"])
+    assert "it can never start here: it asks for 16 GPUs on one node, but the largest node has 8" in job["explanation"]
+    assert job["job"]["max_nodes"] == 1
+    plan = _json(gpuq("--backend", "kubernetes", "preview", BIG, "-o", "json"), 1)  # (1: never feasible)
+    assert (plan["feasible"], plan["would_preempt"], plan["victims"], plan["nodes"]) == (False, False, [], [])
+    overview = _json(gpuq("--backend", "kubernetes", "overview", "-o", "json"))
+    big = [row for row in overview["top_pending"] if row["id"] == BIG]
+    assert big and big[0]["victims"] == [] and "on one node" in big[0]["blocked"]
+
+
+def test_a_what_if_is_one_pod(cluster: Target, gpuq: Gpuq, xdg: dict[str, Path]) -> None:
+    cluster.config(xdg["config"])
+    plan = _json(gpuq("--backend", "kubernetes", "preview", "--gpus", "16", "--priority", "100000", "-o", "json"), 1)
+    assert (plan["feasible"], plan["victims"]) == (False, [])
+    assert plan["blocked"] == "asks for 16 GPUs on one node, but the largest node has 8"
+
+
+def test_a_never_class_preempts_nobody(cluster: Target, gpuq: Gpuq, xdg: dict[str, Path]) -> None:
+    """batch-embed-0 (gpuq-batch-never, 500, ``preemptionPolicy: Never``) outranks the low pods
+    (100), so gpuq's priority rule alone would take them; kube-scheduler would not."""
+    cluster.config(xdg["config"])
+    pod = cluster.id("ml-team-b/batch-embed-0")
+    job = _json(gpuq("--backend", "kubernetes", "job", pod, "-o", "json"))
+    never = f"the cluster lets class {cluster.pc('gpuq-batch-never')} preempt no job (it waits for free GPUs)"
+    # 5 GPUs of that class: the low pods on gpu-node-3 would do, by priority alone
+    what_if = _json(gpuq("--backend", "kubernetes", "preview", "--gpus", "5", "--class", cluster.pc("gpuq-batch-never"),
+                         "-o", "json"))  # fmt: skip
+    assert (what_if["victims"], what_if["blocked"]) == ([], never)
+    assert not any("could preempt" in line for line in job["explanation"])
+    assert f"it cannot preempt anything: {never}" in job["explanation"]
+    assert job["class"]["may_preempt"] == []
+    plan = _json(gpuq("--backend", "kubernetes", "preview", pod, "-o", "json"))
+    assert plan["victims"] == [] and plan["blocked"] == never
+    assert plan["spared"] and {s["reason"] for s in plan["spared"]} == {"cluster"}
+    assert plan["native"]["would_preempt"] is False  # (both halves agree)
+    text = gpuq("--backend", "kubernetes", "job", pod)
+    assert "preempts no job" in text.stdout
+
+
+@pytest.fixture
+def kueue_lab(xdg: dict[str, Path], tmp_path: Path) -> Iterator[WritableDouble]:
+    with WritableDouble(kueue=True) as server:
+        _config(xdg, server.kubeconfig(tmp_path / "kubeconfig"))
+        yield server
+
+
+def _sweep_on_one_pod_of_5_gpus() -> bytes:
+    """The recorded workloads, job-sweep-lr-9c7d4 asking for one pod of 5 GPUs instead of 2 of 4."""
+    doc = json.loads((FIXTURES / "56-kueue-workloads-all.json").read_bytes())
+    sweep = next(w for w in doc["items"] if w["metadata"]["name"] == "job-sweep-lr-9c7d4")
+    (pod_set,) = sweep["spec"]["podSets"]
+    pod_set["count"] = 1
+    for key in ("limits", "requests"):
+        pod_set["template"]["spec"]["containers"][0]["resources"][key]["nvidia.com/gpu"] = "5"
+    return json.dumps(doc).encode()
+
+
+def test_a_kueue_bump_preview_lists_only_workloads_kueue_admitted(gpuq: Gpuq, kueue_lab: WritableDouble) -> None:
+    """job-sweep-lr-9c7d4 waits for quota; bumped to urgent, gpuq's priority rule alone would
+    take the young pods on gpu-node-3, which no Kueue workload runs. Kueue preempts only the pods
+    of a workload it admitted: train-llama-70b's (its Workload holds quota)."""
+    kueue_lab.reply("GET", "/apis/kueue.x-k8s.io/v1beta2/workloads", status=200, body=_sweep_on_one_pod_of_5_gpus(),
+                    times=10)  # fmt: skip
+    doc = _json(gpuq("--backend", "k8s", "bump", "ml-team-b/job-sweep-lr-9c7d4", "--urgent", "--dry-run", "-o", "json"))
+    preview = doc["preview"]
+    assert preview["request"]["gpus"] == 5
+    assert [v["id"] for v in preview["victims"]] == ["ml-team-a/train-llama-70b-7x2kq"]
+    not_kueue = {s["id"] for s in preview["spared"] if s["reason"] == "cluster"}
+    assert not_kueue == {"ml-team-a/finetune-bert-0", "ml-team-a/notebook-alice", "ml-team-b/eval-small",
+                         "ml-team-b/sweep-lr-4wz8n"}  # fmt: skip
+    snapshot = _json(gpuq("--backend", "k8s", "snapshot"))
+    marked = {j["id"]: j.get("admitted_by") for j in snapshot["jobs"]}
+    assert marked["ml-team-a/train-llama-70b-7x2kq"] == "kueue"  # running pod of an admitted workload
+    assert marked["ml-team-a/train-llama-70b-m9vtd"] is None  # pending: kube-scheduler places it
+    assert marked["ml-team-b/job-sweep-lr-9c7d4"] == "kueue"  # a workload Kueue holds back
+    assert marked["ml-team-b/sweep-lr-4wz8n"] is None
