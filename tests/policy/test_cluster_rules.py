@@ -9,7 +9,7 @@ import msgspec
 
 from gpuq.model import JobClass, JobState, Node, PreviewRequest, Snapshot
 from gpuq.model.codec import decode_snapshot, encode_snapshot
-from gpuq.policy.config import Policy
+from gpuq.policy.config import UNGUARDED_POLICY as MECHANISM  # (Δ 0, no minimum runtime: the rules alone)
 from gpuq.policy.engine import plan_preemption, request_for_job
 from gpuq.policy.rules import Reason
 from tests.factories import make_job, make_snapshot
@@ -38,18 +38,18 @@ def test_a_class_takes_only_the_classes_the_cluster_lets_it() -> None:
     # gpu1: two young lowgrace jobs (the cheapest victims by lost work); gpu2: two old low jobs.
     s = snap(running("5", "lowgrace", "gpu1", 2, 60.0), running("6", "lowgrace", "gpu1", 2, 30.0),
              running("3", "low", "gpu2", 2, 3600.0), running("4", "low", "gpu2", 2, 7200.0))  # fmt: skip
-    normal = plan_preemption(s, Policy(), PreviewRequest(gpus=4, job_class="normal", priority=100), NOW)
+    normal = plan_preemption(s, MECHANISM, PreviewRequest(gpus=4, job_class="normal", priority=100), NOW)
     assert [v.job_id for v in normal.victims] == ["3", "4"] and normal.nodes == ("gpu2",)
     spared = {c.job_id: (c.reason, c.detail) for c in normal.spared}
     assert spared["5"] == (Reason.CLUSTER, "the cluster lets class normal preempt only low, not lowgrace")
     # urgent may take both: the cheap lowgrace jobs go
-    urgent = plan_preemption(s, Policy(), PreviewRequest(gpus=4, job_class="urgent", priority=1000), NOW)
+    urgent = plan_preemption(s, MECHANISM, PreviewRequest(gpus=4, job_class="urgent", priority=1000), NOW)
     assert [v.job_id for v in urgent.victims] == ["6", "5"]
 
 
 def test_a_class_that_may_preempt_nobody_waits() -> None:
     s = snap(running("3", "lowgrace", "gpu1", 4, 60.0), running("4", "lowgrace", "gpu2", 4, 60.0))
-    plan = plan_preemption(s, Policy(), PreviewRequest(gpus=2, job_class="low", priority=10_000), NOW)
+    plan = plan_preemption(s, MECHANISM, PreviewRequest(gpus=2, job_class="low", priority=10_000), NOW)
     assert not plan.would_preempt and plan.feasible
     assert plan.blocked == "the cluster lets class low preempt no job (it waits for free GPUs)"
     assert {c.reason for c in plan.spared} == {Reason.CLUSTER}
@@ -58,30 +58,30 @@ def test_a_class_that_may_preempt_nobody_waits() -> None:
 def test_classes_without_a_rule_keep_the_priority_rule_alone() -> None:
     s = make_snapshot("k", "kubernetes", NOW, (JobClass("hi", 100), JobClass("lo", 1)), (Node("n", 4),),
                       (running("1", "lo", "n", 4, 60.0),))  # type: ignore[arg-type]  # fmt: skip
-    plan = plan_preemption(s, Policy(), PreviewRequest(gpus=4, job_class="hi", priority=100), NOW)
+    plan = plan_preemption(s, MECHANISM, PreviewRequest(gpus=4, job_class="hi", priority=100), NOW)
     assert [v.job_id for v in plan.victims] == ["1"]
 
 
 def test_a_job_on_one_node_is_never_planned_across_nodes() -> None:
     nodes = (Node("gpu1", 4), Node("gpu2", 4), Node("gpu3", 4))
     s = snap(running("3", "low", "gpu1", 4, 60.0), running("4", "low", "gpu2", 4, 60.0), nodes=nodes)
-    wide = plan_preemption(s, Policy(), PreviewRequest(gpus=8, job_class="urgent", priority=1000), NOW)
+    wide = plan_preemption(s, MECHANISM, PreviewRequest(gpus=8, job_class="urgent", priority=1000), NOW)
     assert wide.would_preempt  # (without a limit the request spans nodes)
-    one = plan_preemption(s, Policy(), PreviewRequest(gpus=8, job_class="urgent", priority=1000, max_nodes=1), NOW)
+    one = plan_preemption(s, MECHANISM, PreviewRequest(gpus=8, job_class="urgent", priority=1000, max_nodes=1), NOW)
     assert not one.feasible and not one.victims and one.nodes == ()
     assert one.blocked == "asks for 8 GPUs on one node, but the largest node has 4"
     pending = make_job("9", "n", "u", "t", "urgent", 1000, JobState.PENDING, NOW - 60, 8, max_nodes=1)
-    assert plan_preemption(s, Policy(), request_for_job(pending), NOW).blocked == one.blocked
+    assert plan_preemption(s, MECHANISM, request_for_job(pending), NOW).blocked == one.blocked
 
 
 def test_a_job_on_two_nodes_is_planned_on_two() -> None:
     nodes = (Node("gpu1", 4), Node("gpu2", 4), Node("gpu3", 4))
     # one GPU free on each node; freeing 3 + 3 on two nodes is what 8 GPUs on two nodes need
     s = snap(*(running(f"{i}", "low", f"gpu{i}", 3, 60.0 * i) for i in (1, 2, 3)), nodes=nodes)
-    plan = plan_preemption(s, Policy(), PreviewRequest(gpus=8, job_class="urgent", priority=1000, max_nodes=2), NOW)
+    plan = plan_preemption(s, MECHANISM, PreviewRequest(gpus=8, job_class="urgent", priority=1000, max_nodes=2), NOW)
     assert plan.would_preempt and len(plan.nodes) == 2
     assert {n for v in plan.victims for n in v.nodes} <= set(plan.nodes)
-    assert plan_preemption(s, Policy(), PreviewRequest(gpus=9, job_class="urgent", priority=1000, max_nodes=2),
+    assert plan_preemption(s, MECHANISM, PreviewRequest(gpus=9, job_class="urgent", priority=1000, max_nodes=2),
                            NOW).blocked == "asks for 9 GPUs on at most 2 nodes, but the largest node has 4"  # fmt: skip
 
 
@@ -89,9 +89,9 @@ def test_a_queue_manager_preempts_only_what_it_admitted() -> None:
     s = make_snapshot("k", "kubernetes", NOW, (JobClass("hi", 100), JobClass("lo", 1)),
                       (Node("n1", 4), Node("n2", 4)),
                       (running("young", "lo", "n1", 4, 60.0), running("old", "lo", "n2", 4, 9000.0, admitted_by="kueue")))  # type: ignore[arg-type]  # noqa: E501  # fmt: skip
-    plain = plan_preemption(s, Policy(), PreviewRequest(gpus=4, job_class="hi", priority=100), NOW)
+    plain = plan_preemption(s, MECHANISM, PreviewRequest(gpus=4, job_class="hi", priority=100), NOW)
     assert [v.job_id for v in plain.victims] == ["young"]
-    held = plan_preemption(s, Policy(), PreviewRequest(gpus=4, job_class="hi", priority=100, admitted_by="kueue"), NOW)
+    held = plan_preemption(s, MECHANISM, PreviewRequest(gpus=4, job_class="hi", priority=100, admitted_by="kueue"), NOW)
     assert [v.job_id for v in held.victims] == ["old"]
     assert {c.job_id: c.reason for c in held.spared}["young"] is Reason.CLUSTER
 
