@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 
 from gpuq.errors import BadInput, Refused
-from gpuq.model import PreviewRequest, Snapshot
+from gpuq.model import Node, PreviewRequest, Snapshot
 from gpuq.policy.config import Mode, Policy
 
 if TYPE_CHECKING:
@@ -318,6 +318,16 @@ class Backend(ABC):
 
     def native_preview(self, snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None:
         """What the native scheduler would preempt for `request`, when the backend can tell."""
+        return None
+
+    def nodes(self) -> tuple[Node, ...]:
+        """The cluster's nodes (a history export's header records their shape); this default
+        reads a snapshot, a backend with a cheaper way overrides it."""
+        return self.snapshot(ledger=False).nodes
+
+    def cluster_time(self) -> float | None:
+        """The cluster's own clock now (epoch s) where it is not the wall clock (the demo's
+        simulated one runs ahead of it); None: the wall clock (this default)."""
         return None
 
     # -- history (only when `capabilities.history`)
