@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 
 from gpuq.errors import BadInput, Refused
-from gpuq.model import PreviewRequest, Snapshot
+from gpuq.model import Node, PreviewRequest, Snapshot
 from gpuq.policy.config import Mode, Policy
 
 if TYPE_CHECKING:
@@ -341,6 +341,16 @@ class Backend(ABC):
         without a priority given (`request.priority` None; a job request carries its job id).
         None: the request's priority stands (the class's default, the job's own). Raises BadInput
         for a hint naming what the cluster does not have (Slurm: a QOS, a partition)."""
+        return None
+
+    def nodes(self) -> tuple[Node, ...]:
+        """The cluster's nodes (a history export's header records their shape); this default
+        reads a snapshot, a backend with a cheaper way overrides it."""
+        return self.snapshot(ledger=False).nodes
+
+    def cluster_time(self) -> float | None:
+        """The cluster's own clock now (epoch s) where it is not the wall clock (the demo's
+        simulated one runs ahead of it); None: the wall clock (this default)."""
         return None
 
     # -- history (only when `capabilities.history`)

@@ -304,6 +304,11 @@ class DemoBackend(Backend):
         with self._session() as sim:
             return sim.snapshot()
 
+    def cluster_time(self) -> float:
+        """The simulated clock, run up to now (every demo time is on it)."""
+        with self._session(write=False) as sim:
+            return sim.now
+
     def export_history(self, since: float, until: float) -> Iterator[TraceJob]:
         """The simulated jobs over ``[since, until]``: the live ones and the finished ones it keeps
         (the last `HISTORY_LIMIT`), with the run time each needs (`jobtrace.trace_job`)."""

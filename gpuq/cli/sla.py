@@ -5,10 +5,11 @@
 it covers every job in the snapshot.
 
 `gpuq sla --trace TRACE [--preset P | --columns …]`: the waits a recorded trace really had
-(start − submit), per class and overall; jobs that never started are left out and counted.
-`-o json` → `{"trace", "format", "jobs", "never_started", "overall": {...}, "classes":
-{"<name>": {"count", "never_started", "mean_s", "p50_s", "p95_s", "p99_s", "max_s",
-"target_p95_s", "sla_breaches", "breach"}}}`.
+(start − submit), per class and overall, of its GPU jobs (as `replay` counts them; those left
+out are counted by why); jobs that never started are counted as pending, with censored waits.
+`-o json` → `{"trace", "format", "jobs", "never_started", "left_out", "end", "overall": {...},
+"classes": {"<name>": {"count", "never_started", "p95_incl_pending_s", "mean_s", "p50_s",
+"p95_s", "p99_s", "max_s", "target_p95_s", "sla_breaches", "breach"}}}`.
 """
 
 from __future__ import annotations
@@ -89,13 +90,14 @@ def sla(app: App, since: float | None, trace: str | None = None, **options: Any)
                 styles=VERDICT_STYLES)  # fmt: skip
 
 
-_TRACE_FIELDS = ("count", "never_started", "mean_s", "p50_s", "p95_s", "p99_s", "max_s", "target_p95_s",
-                 "sla_breaches", "breach")  # fmt: skip
+_TRACE_FIELDS = ("count", "never_started", "mean_s", "p50_s", "p95_s", "p99_s", "max_s", "p95_incl_pending_s",
+                 "target_p95_s", "sla_breaches", "breach")  # fmt: skip
 
 
 def _trace_sla(app: App, trace: str, options: dict[str, Any]) -> None:
     from gpuq.config import load_policy_file
     from gpuq.service import policy_source
+    from gpuq.service.tracing import NO_GPU
     from gpuq.views.tracesla import TRACE_SLA, trace_sla_view
 
     o = app.options
@@ -111,10 +113,13 @@ def _trace_sla(app: App, trace: str, options: dict[str, Any]) -> None:
     rows = []
     for row in view.rows:
         w = row.waits
-        durations = (w.mean_s, w.p50_s, w.p95_s, w.p99_s, w.max_s, w.target_p95_s)
+        durations = (w.mean_s, w.p50_s, w.p95_s, w.p99_s, w.max_s, w.p95_incl_pending_s, w.target_p95_s)
         rows.append((row.name, str(w.count), str(w.never_started), *(fmt_duration(d) for d in durations),
                      "-" if w.sla_breaches is None else str(w.sla_breaches), VERDICTS[row.verdict]))  # fmt: skip
     report = view.report
-    title = (f"{report.trace} ({report.format}): recorded queue waits of {report.jobs} jobs, "
-             f"{report.never_started} never started")  # fmt: skip
+    title = (f"{report.trace} ({report.format}): recorded queue waits of {report.jobs} GPU jobs, "
+             f"{report.never_started} never started (counted as waiting until "
+             f"{'-' if report.end is None else fmt_time(report.end)})")  # fmt: skip
+    if report.left_out.get(NO_GPU):
+        title += f"; {report.left_out[NO_GPU]} without GPUs left out"
     print_table(app, TRACE_SLA, rows, title=title, styles=VERDICT_STYLES)

@@ -232,6 +232,12 @@ class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"jo
     #: it (a pod of a Workload Kueue admitted); on a pending job, the one holding it back (a
     #: Workload waiting for quota), which preempts only jobs it admitted
     admitted_by: str | None = None
+    #: seconds this run spent suspended by an operator (a suspension keeps `start_time`; for a
+    #: job suspended now, up to the snapshot's moment): neither queue wait nor run time
+    suspended_s: Seconds = 0.0
+    #: the last resume of this run after a suspension; the suspension kept the run's progress,
+    #: so the work a preemption would lose counts from here (or a later checkpoint)
+    resumed_time: Timestamp | None = None
 
     @property
     def is_pending(self) -> bool:
@@ -253,6 +259,17 @@ class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"jo
         if self.state is JobState.PENDING:
             return max(0.0, now - self.queued_since.timestamp())
         return None
+
+    def run_origin(self) -> float | None:
+        """Where this run's clock starts (epoch s): its start plus the time it spent suspended,
+        so that `now − run_origin()` is the time it has run (None: never started)."""
+        start = self.start_time
+        return None if start is None else start.timestamp() + self.suspended_s
+
+    @property
+    def loss_from(self) -> datetime | None:
+        """The start of the run as far as lost work goes: the last resume, else the start."""
+        return self.resumed_time if self.resumed_time is not None else self.start_time
 
     def preemptions_since(self, since: float, until: float) -> int:
         """Preemptions with time t in (since, until] (epoch seconds)."""

@@ -301,6 +301,8 @@ def _plan_single(ctx: _Context, request: PreviewRequest, nodes: list[Node], free
                     ):
                         priority = float(job.priority)
                         saved = job.last_checkpoint_time
+                        if job.resumed_time is not None:  # (the loss counts from the last resume)
+                            start = job.resumed_time
                         since = (start if saved is None or saved < start else saved).timestamp()
                         cost = lw * job.gpus * (now - since if now > since else 0.0)
                         if pw:

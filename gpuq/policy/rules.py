@@ -154,7 +154,8 @@ def exempt(exempt_until: float | None, now: float) -> bool:
 
 
 def too_young(ran_s: float, min_runtime_s: float) -> bool:
-    """Protected by the minimum runtime: ran less than `min_runtime_s` since its (re)start."""
+    """Protected by the minimum runtime: ran less than `min_runtime_s` since its (re)start
+    (run time: a suspension's time does not count)."""
     return min_runtime_s > 0 and ran_s < min_runtime_s
 
 
@@ -179,7 +180,8 @@ def time_protected(
     now: float,
 ) -> bool:
     """Whether a running job is protected at `now` by a protection that lapses with time alone
-    (exemption, minimum runtime, 24 h cap): the standing protections other than its class."""
+    (exemption, minimum runtime, 24 h cap): the standing protections other than its class.
+    `start`: where its run's clock starts (`Job.run_origin`: time suspended is not run time)."""
     return (
         exempt(exempt_until, now)
         or too_young(now - start, min_runtime_s)
@@ -197,7 +199,8 @@ def protected_until(
     now: float,
 ) -> float:
     """When the time-limited protections of a running job (exemption, minimum runtime, 24 h cap)
-    have all lapsed, as things stand at `now`; 0.0 when none protects it now."""
+    have all lapsed, as things stand at `now`; 0.0 when none protects it now. `start`: as for
+    `time_protected`."""
     until = 0.0
     if exempt(exempt_until, now):
         until = exempt_until  # type: ignore[assignment]
@@ -245,13 +248,15 @@ def checkpoint_interval(job: Job, policy: Policy) -> float:
 
 
 def gpu_seconds_lost(job: Job, policy: Policy, now: float) -> float:
-    """GPU-seconds of progress lost if `job` were preempted at `now`."""
-    if job.start_time is None:
+    """GPU-seconds of progress lost if `job` were preempted at `now` (counted from its last
+    resume, `Job.loss_from`: a suspension keeps the run's progress)."""
+    start = job.loss_from
+    if start is None:
         return 0.0
     checkpoint = job.last_checkpoint_time
     return gpu_seconds_lost_of(
         job.gpus,
-        job.start_time.timestamp(),
+        start.timestamp(),
         None if checkpoint is None else checkpoint.timestamp(),
         checkpoint_interval(job, policy),
         now,
@@ -261,11 +266,12 @@ def gpu_seconds_lost(job: Job, policy: Policy, now: float) -> float:
 def loss_start(job: Job, policy: Policy) -> float:
     """`loss_start_of` for a job (+inf when it has not started). Depends on the policy only
     through whether its default checkpoint interval is positive."""
-    if job.start_time is None:
+    start = job.loss_from
+    if start is None:
         return math.inf
     checkpoint = job.last_checkpoint_time
     return loss_start_of(
-        job.start_time.timestamp(), None if checkpoint is None else checkpoint.timestamp(),
+        start.timestamp(), None if checkpoint is None else checkpoint.timestamp(),
         checkpoint_interval(job, policy),
     )  # fmt: skip
 
@@ -282,8 +288,9 @@ def standing_protection(victim: Job, cls: JobClass, policy: Policy, now: float) 
         return Reason.EXEMPT, f"exempt until {format_time(victim.exempt_until)}"
     if not cls.preemptible:
         return Reason.CLASS, f"class {cls.name} is not preemptible"
-    if victim.start_time is not None:
-        ran = now - victim.start_time.timestamp()
+    origin = victim.run_origin()
+    if origin is not None:
+        ran = now - origin  # (run time: time suspended does not count)
         if too_young(ran, policy.min_runtime_s):
             return (
                 Reason.MIN_RUNTIME,

@@ -124,6 +124,8 @@ class ReplayResult:
     unfinished: int = 0
     #: trace jobs that asked for no GPU, left out of the replay (not counted in `jobs`)
     skipped: int = 0
+    #: trace jobs that never started and recorded no run time, left out (not counted in `jobs`)
+    never_started: int = 0
     #: POSIX time of the trace's first submit: time 0 of the series and the event log
     origin_s: float = 0.0
     nodes: int = 0
@@ -158,6 +160,7 @@ class ReplayResult:
             "cancelled": self.cancelled,
             "unfinished": self.unfinished,
             "skipped": self.skipped,
+            "never_started": self.never_started,
             "origin_s": self.origin_s,
             "nodes": self.nodes,
             "gpus_per_node": self.gpus_per_node,
@@ -202,6 +205,7 @@ class ReplayResult:
             cancelled=int(raw.get("cancelled", 0)),
             unfinished=int(raw.get("unfinished", 0)),
             skipped=int(raw.get("skipped", 0)),
+            never_started=int(raw.get("never_started", 0)),
             origin_s=float(raw.get("origin_s", 0.0)),
             nodes=int(raw.get("nodes", 0)),
             gpus_per_node=int(raw.get("gpus_per_node", 0)),

@@ -6,8 +6,13 @@
   SLA (so its jobs are neither favoured nor starved for a name gpuq has never seen).
 - Its priority is the trace's, else its class's.
 - Its checkpoint interval is chosen by `checkpoint.interval_for`.
-- A job that asks for no GPU is left out (counted as `skipped`); one that needs more GPUs than
-  the whole cluster has can never run, and the replay is refused, naming such jobs.
+- A job that asks for no GPU is left out (counted as `skipped`), as `sla --trace` leaves it out;
+  one that needs more GPUs than the whole cluster has can never run, and the replay is refused,
+  naming such jobs.
+- A job that the trace says never started (a recorded state, no start) and that records no run
+  time (it was still waiting, or was cancelled waiting) is left out too (counted as
+  `never_started`): what it would need is unknown, and it is never replayed as a job of no
+  length. (A trace that records neither starts nor states, a synthetic one, cannot say that.)
 
 Only plain numbers and the few strings the simulator needs (id, class, tenant; tenants shared)
 are kept: a `TraceJob` is dropped as soon as it is converted.
@@ -46,6 +51,7 @@ class Prepared:
     last_submit: float  # seconds since the origin
     longest_s: float  # the longest duration
     skipped: int  # jobs that asked for no GPU
+    never_started: int = 0  # jobs that never started and recorded no run time
 
 
 def classes_with(base: tuple[JobClass, ...], name: str) -> JobClass:
@@ -89,6 +95,7 @@ def prepare(jobs: Iterable[TraceJob], config: ReplayConfig) -> Prepared:
     longest = 0.0
     last = -math.inf
     skipped = 0
+    never_started = 0
     in_order = True
     for job in jobs:
         gpus, duration, submit = job.gpus, job.duration_s, job.submit_time
@@ -100,6 +107,9 @@ def prepare(jobs: Iterable[TraceJob], config: ReplayConfig) -> Prepared:
             if gpus < 0:
                 raise _bad(job, f"asks for {gpus} GPUs")
             skipped += 1
+            continue
+        if duration == 0 and job.start_time is None and job.state:  # (its run time is unknown, not nothing)
+            never_started += 1
             continue
         if job.id in seen:
             raise _bad(job, "appears twice in the trace (job ids must be unique)")
@@ -145,7 +155,7 @@ def prepare(jobs: Iterable[TraceJob], config: ReplayConfig) -> Prepared:
             f"({capacity}): {', '.join(too_big)}{more}; give a larger --cluster-shape"
         )
     if origin is None:
-        return Prepared([], known, 0.0, 0.0, 0.0, 0.0, skipped)
+        return Prepared([], known, 0.0, 0.0, 0.0, 0.0, skipped, never_started)
     if earliest < origin:  # (an unsorted trace: time 0 is its earliest submit, not its first line's)
         shift = origin - earliest
         specs = [replace(s, submit_time=s.submit_time + shift) for s in specs]
@@ -153,4 +163,4 @@ def prepare(jobs: Iterable[TraceJob], config: ReplayConfig) -> Prepared:
         origin = earliest
     if not in_order:
         specs.sort(key=_submitted)  # (stable: jobs submitted together keep the trace's order)
-    return Prepared(specs, known + tuple(added), origin, gpu_seconds, last, longest, skipped)
+    return Prepared(specs, known + tuple(added), origin, gpu_seconds, last, longest, skipped, never_started)

@@ -178,7 +178,8 @@ def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEve
         busy_gpu_s=busy, idle_gpu_s=idle, lost_gpu_s=sim.lost_gpu_s, overhead_gpu_s=sim.overhead_gpu_s,
         gpu_seconds=prepared.gpu_seconds, preemptions=sim.preemptions, events=sim.events_processed,
         sim_wall_s=wall, suggested=young_daly(save, mtbp), unfinished=len(left),
-        skipped=prepared.skipped, origin=prepared.origin, nodes=config.nodes, gpus_per_node=config.gpus_per_node,
+        skipped=prepared.skipped, never_started=prepared.never_started,
+        origin=prepared.origin, nodes=config.nodes, gpus_per_node=config.gpus_per_node,
         log=() if log is None else tuple(log), thrash=thrash,
     )  # fmt: skip
 

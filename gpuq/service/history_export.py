@@ -25,7 +25,7 @@ from gpuq.timefmt import LONGEST_S, format_time, parse_duration
 from gpuq.trace.joblog import header_line, job_line
 from gpuq.trace.record import TraceJob
 
-__all__ = ["GPUQ_FORMAT", "HistoryExport", "export_history", "history_backends", "parse_when"]
+__all__ = ["GPUQ_FORMAT", "HistoryExport", "export_history", "history_backends", "parse_when", "window_now"]
 
 #: the name of gpuq's own format for `export_history`'s `fmt`
 GPUQ_FORMAT: Final = "gpuq"
@@ -56,6 +56,13 @@ def parse_when(text: str, now: float, flag: str) -> float:
     if not 0 <= epoch <= LONGEST_S or math.isnan(epoch):
         raise BadInput(f"{flag} {visible(text)!r}: outside 1970..9999")
     return epoch
+
+
+def window_now(cluster: Cluster, wall: float) -> float:
+    """What ``now`` means for an export's window: the cluster's own clock where it keeps one
+    (the demo's runs ahead of the wall clock), else the wall clock `wall`."""
+    own = cluster.backend.cluster_time()
+    return wall if own is None else own
 
 
 def _looks_like_date(value: str) -> bool:
@@ -89,6 +96,9 @@ class HistoryExport:
     format: str
     lines: Iterator[str] = field(default_factory=lambda: iter(()))
     jobs: int = 0
+    #: NODESxGPUS of the cluster's GPU nodes when they all have as many GPUs ("" otherwise): a
+    #: replay of the trace takes it as its `--cluster-shape`
+    shape: str = ""
 
     def close(self) -> None:
         """Stop the export (the backend's command with it); nothing happens once it has ended."""
@@ -97,12 +107,15 @@ class HistoryExport:
     @property
     def meta(self) -> dict[str, Any]:
         """The header's fields besides the format's name."""
-        return {
+        meta = {
             "cluster": self.cluster,
             "backend": self.backend,
             "since": format_time(self.since),
             "until": format_time(self.until),
         }
+        if self.shape:
+            meta["cluster_shape"] = self.shape
+        return meta
 
 
 def export_history(cluster: Cluster, *, since: float, until: float, fmt: str = GPUQ_FORMAT) -> HistoryExport:
@@ -121,6 +134,7 @@ def export_history(cluster: Cluster, *, since: float, until: float, fmt: str = G
         raise BadInput(f"--format {visible(fmt)}: backend {backend.name} exports {GPUQ_FORMAT}{own}")
     export = HistoryExport(cluster.name, backend.name, since, until, fmt)
     if fmt == GPUQ_FORMAT:
+        export.shape = _shape(cluster)
         jobs = backend.export_history(since, until)
         first = next(jobs, None)  # (runs the backend's command: its errors come before any output)
         export.cluster = cluster.name  # (a backend may learn its name while it reads)
@@ -131,6 +145,19 @@ def export_history(cluster: Cluster, *, since: float, until: float, fmt: str = G
         export.cluster = cluster.name
         export.lines = _raw_lines(export, header, raw)
     return export
+
+
+def _shape(cluster: Cluster) -> str:
+    """`HistoryExport.shape` from a look at the cluster's nodes ("" when they differ, or when
+    the nodes cannot be read: the export says what it can without them)."""
+    try:
+        nodes = cluster.backend.nodes()
+    except GpuqError:
+        return ""
+    counts = {node.gpus for node in nodes if node.gpus > 0}
+    if len(counts) != 1:
+        return ""
+    return f"{sum(1 for node in nodes if node.gpus > 0)}x{counts.pop()}"
 
 
 def _prepend(first: TraceJob, rest: Iterator[TraceJob]) -> Iterator[TraceJob]:

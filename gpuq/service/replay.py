@@ -26,7 +26,7 @@ from gpuq.policy.config import Mode, Policy
 from gpuq.replay.model import CheckpointModel, ClassStats, ReplayConfig, ReplayResult, WaitStats
 from gpuq.replay.prepare import Prepared, prepare
 from gpuq.replay.run import NO_PREEMPTION, ReplayEvent, replay_prepared
-from gpuq.service.tracing import open_trace
+from gpuq.service.tracing import open_trace, trace_format, trace_shape
 from gpuq.service.tuning import parse_shape, parse_strategy, resolve_policy
 from gpuq.textsafe import visible
 
@@ -84,13 +84,29 @@ def _base(request: ReplayRequest) -> tuple[ReplayConfig, str]:
     if request.compare and not request.preemption:
         raise BadInput("give --no-preemption or --compare, not both (--compare includes a replay without preemption)")
     policy, source = _policy(request)
-    nodes, gpus = parse_shape(request.shape)
+    nodes, gpus = parse_shape(request.shape if request.shape is not None else _recorded_shape(request))
     strategy = parse_strategy(request.strategy)
     checkpoint = CheckpointModel(save_cost_s=request.checkpoint_cost_s, restore_cost_s=request.restore_cost_s,
                                  interval_s=request.checkpoint_interval_s)  # fmt: skip
     config = ReplayConfig(policy=policy, nodes=nodes, gpus_per_node=gpus, strategy=strategy,
                           preemption=request.preemption, checkpoint=checkpoint, seed=request.seed)  # fmt: skip
     return config, source
+
+
+def _recorded_shape(request: ReplayRequest) -> str | None:
+    """The cluster's shape a trace `gpuq trace export` wrote records in its header (None: none
+    recorded, and the replay takes its default). A bad one is the trace's error, not an option's."""
+    options = request.trace_options
+    fmt = trace_format(request.trace, preset=options.get("preset"), columns=options.get("columns"))
+    shape = trace_shape(request.trace, fmt)
+    if shape is None:
+        return None
+    try:
+        parse_shape(shape)
+    except BadInput:
+        raise BadInput(f"{visible(request.trace)}: header cluster_shape {visible(shape)!r} is not NODESxGPUS "
+                       "(give --cluster-shape)") from None  # fmt: skip
+    return shape
 
 
 _encoder = msgspec.json.Encoder()

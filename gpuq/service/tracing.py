@@ -14,12 +14,13 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuq.errors import BadInput, NotFound
 from gpuq.textsafe import visible
+from gpuq.timefmt import format_time
 from gpuq.trace import FORMATS, PRESETS, TraceError, TraceJob
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS",
+    "NO_GPU",
     "PRESETS",
     "RecordedWaits",
     "TraceError",
@@ -35,7 +37,9 @@ __all__ = [
     "open_trace",
     "parse_columns",
     "recorded_waits",
+    "trace_end",
     "trace_format",
+    "trace_shape",
     "trace_sla",
 ]
 
@@ -127,7 +131,9 @@ def _recording(path: str) -> Iterator[TraceJob]:
 @dataclass(frozen=True, slots=True)
 class RecordedWaits:
     """The waits (start − submit, as recorded) of one class or of every job; percentiles are
-    nearest-rank (`gpuq.sla.nearest_rank`); None where no job started."""
+    nearest-rank (`gpuq.sla.nearest_rank`); None where no job started. Jobs that never started
+    count as pending (`never_started`) with censored waits, as the live SLA counts pending jobs:
+    up to their end (cancelled while waiting), else up to the trace's end."""
 
     count: int
     never_started: int
@@ -137,15 +143,18 @@ class RecordedWaits:
     p99_s: float | None
     max_s: float | None
     target_p95_s: float | None = None
-    #: jobs whose wait exceeded the class's target P95 (None without a target)
+    #: jobs whose wait (censored waits included) exceeded the class's target P95 (None without a target)
     sla_breaches: int | None = None
-    #: the P95 exceeds the target
+    #: the P95 (over started jobs, or with the never-started jobs' censored waits) exceeds the target
     breach: bool = False
+    #: the P95 with the never-started jobs' censored waits counted
+    p95_incl_pending_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "count": self.count,
             "never_started": self.never_started,
+            "p95_incl_pending_s": self.p95_incl_pending_s,
             "mean_s": self.mean_s,
             "p50_s": self.p50_s,
             "p95_s": self.p95_s,
@@ -166,6 +175,10 @@ class TraceSla:
     jobs: int
     overall: RecordedWaits
     classes: Mapping[str, RecordedWaits]
+    #: jobs of the trace not counted, by why (`LEFT_OUT`), as `replay` leaves them out
+    left_out: Mapping[str, int] = field(default_factory=dict)
+    #: the trace's end (epoch s): its header's `until`, else its latest recorded time
+    end: float | None = None
 
     @property
     def never_started(self) -> int:
@@ -178,20 +191,31 @@ class TraceSla:
             "format": self.format,
             "jobs": self.jobs,
             "never_started": self.never_started,
+            "left_out": dict(self.left_out),
+            "end": None if self.end is None else format_time(self.end),
             "overall": self.overall.to_dict(),
             "classes": {name: waits.to_dict() for name, waits in sorted(self.classes.items())},
         }
 
 
-def recorded_waits(waits: list[float], never_started: int, target_p95_s: float | None = None) -> RecordedWaits:
-    """The statistics of `waits` (sorted in place) against `target_p95_s`."""
+def recorded_waits(waits: list[float], pending: list[float], target_p95_s: float | None = None) -> RecordedWaits:
+    """The statistics of `waits` and the censored waits of jobs that never started (`pending`;
+    both sorted in place) against `target_p95_s`."""
     from gpuq.sla import wait_stats
 
-    stats = wait_stats(waits, [], target_p95_s)
+    stats = wait_stats(waits, pending, target_p95_s)
     mean = math.fsum(waits) / len(waits) if waits else None
-    breaches = None if target_p95_s is None else len(waits) - bisect.bisect_right(waits, target_p95_s)
-    return RecordedWaits(stats.count, never_started, mean, stats.p50_s, stats.p95_s, stats.p99_s, stats.max_s,
-                         target_p95_s, breaches, stats.breach)  # fmt: skip
+    breaches = None
+    if target_p95_s is not None:
+        pending.sort()
+        breaches = len(waits) - bisect.bisect_right(waits, target_p95_s)
+        breaches += len(pending) - bisect.bisect_right(pending, target_p95_s)
+    return RecordedWaits(stats.count, len(pending), mean, stats.p50_s, stats.p95_s, stats.p99_s, stats.max_s,
+                         target_p95_s, breaches, stats.breach, stats.p95_incl_pending_s)  # fmt: skip
+
+
+#: why `sla --trace` and `replay` leave a trace's job out (the key of `TraceSla.left_out`)
+NO_GPU = "no_gpu"
 
 
 def trace_sla(
@@ -210,24 +234,71 @@ def trace_sla(
 
     fmt = trace_format(path, preset=preset, columns=columns)
     waits: dict[str, list[float]] = defaultdict(list)
-    never: dict[str, int] = defaultdict(int)
+    # never started: (submit, end or None) per class, censored once the trace's end is known
+    never: dict[str, list[tuple[float, float | None]]] = defaultdict(list)
     jobs = 0
+    no_gpu = 0
+    latest = -math.inf
     for job in open_trace(path, preset=preset, columns=columns, class_from=class_from, seed=seed):
+        for t in (job.submit_time, job.start_time, job.end_time):
+            if t is not None and t > latest:
+                latest = t
+        if job.gpus <= 0:  # (as `replay` leaves them out: the SLA is about GPU jobs)
+            no_gpu += 1
+            continue
         jobs += 1
         name = job.job_class or ""
         wait = job.recorded_wait_s
         if wait is None:
-            never[name] += 1
+            never[name].append((job.submit_time, job.end_time))
         else:
             waits[name].append(wait)
+    end = trace_end(path, fmt)
+    if end is None and latest > -math.inf:
+        end = latest
     chosen = policy or DEFAULT_POLICY
     bases = {c.name: c for c in default_classes()}
     classes: dict[str, RecordedWaits] = {}
     everything: list[float] = []
+    all_pending: list[float] = []
     for name in sorted(set(waits) | set(never)):
         target = chosen.resolve_class(bases.get(name), name).target_p95_s
         started = waits.get(name, [])
+        pending = [max(0.0, (until if until is not None else end or submit) - submit)
+                   for submit, until in never.get(name, ())]  # fmt: skip
         everything.extend(started)
-        classes[name] = recorded_waits(started, never.get(name, 0), target)
-    overall = recorded_waits(everything, sum(never.values()))
-    return TraceSla(path, fmt, jobs, overall, classes)
+        all_pending.extend(pending)
+        classes[name] = recorded_waits(started, pending, target)
+    overall = recorded_waits(everything, all_pending)
+    left_out = {NO_GPU: no_gpu} if no_gpu else {}
+    return TraceSla(path, fmt, jobs, overall, classes, left_out, end)
+
+
+def trace_end(path: str, fmt: str) -> float | None:
+    """When the trace ends, as its header says (a gpuq job log's `until`); None otherwise."""
+    header = _joblog_header(path, fmt)
+    until = None if header is None else header.get("until")
+    if not isinstance(until, str):
+        return None
+    from gpuq.timefmt import parse_time
+
+    try:
+        return parse_time(until)
+    except ValueError:
+        return None
+
+
+def trace_shape(path: str, fmt: str) -> str | None:
+    """The cluster shape (NODESxGPUS) a gpuq job log's header records (`gpuq trace export`
+    writes it), else None."""
+    header = _joblog_header(path, fmt)
+    shape = None if header is None else header.get("cluster_shape")
+    return shape if isinstance(shape, str) and shape else None
+
+
+def _joblog_header(path: str, fmt: str) -> dict[str, Any] | None:
+    if fmt != "jobs" or os.path.isdir(path):
+        return None
+    from gpuq.trace.joblog import read_header
+
+    return read_header(path)

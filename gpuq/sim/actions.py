@@ -232,7 +232,9 @@ def _hold(sim: Simulator, job: SimJob, why: str) -> None:
 def _unhold(sim: Simulator, job: SimJob) -> None:
     """Run a job `_hold` suspended again, on the GPUs it kept."""
     now = sim.now
-    used = job.gpus * (now - sim.held.pop(job.id))  # the GPUs were held meanwhile
+    since = sim.held.pop(job.id)
+    job.susp += now - since  # (neither run time nor queue wait: the run keeps its start)
+    used = job.gpus * (now - since)  # the GPUs were held meanwhile
     job.gpu_s += used
     sim.closed_gpu_s += used
     job.place = tuple((sim.gpus.index[node], len(idx)) for node, idx in job.alloc.items())

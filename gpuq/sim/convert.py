@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from msgspec.structs import replace
+
 from gpuq.model import Job, JobState, Node, NodeState, PreemptionEvent, Snapshot, from_epoch
 from gpuq.sim.jobs import CANCELLED, COMPLETED, PENDING, RUNNING, SUSPENDED, SimJob
 from gpuq.timefmt import format_time
@@ -51,16 +53,28 @@ def reason(preemptor: str | None, why: Why) -> str:
     return for_job(str(preemptor), f"chosen (cost {why:.0f})")
 
 
-def model_job(job: SimJob, now: float, reason: str | None = None, exempt: float | None = None) -> Job:
-    """One job as the model shows it at `now` (`exempt`: an exemption end to show instead)."""
+def model_job(
+    job: SimJob, now: float, reason: str | None = None, exempt: float | None = None, held_since: float | None = None
+) -> Job:
+    """One job as the model shows it at `now` (`exempt`: an exemption end to show instead;
+    `held_since`: when an operator suspended it, for a job suspended now)."""
     # A job the scheduler suspended has lent its GPUs out and holds none, so the model (where
     # "suspended" means holding GPUs) sees it as pending; the reason says it is suspended. One
     # an operator suspended holds its GPUs (`Simulator.held`): suspended, as in the model.
     state = PENDING if job.state == SUSPENDED and not job.alloc else job.state
-    start = job.run_start if state in (RUNNING, SUSPENDED, COMPLETED, CANCELLED) else None
+    start = job.began if state in (RUNNING, SUSPENDED, COMPLETED, CANCELLED) and job.run_start is not None else None
+    # An operator's suspension keeps the run (`SimJob.began`): its time suspended so far, and
+    # the resume its progress counts from.
+    suspended = job.susp
+    resumed = None
+    if start is not None:
+        if held_since is not None:
+            suspended += now - held_since
+        elif job.susp > 0 or job.run_start != job.began:
+            resumed = job.run_start
     checkpoint = job.last_checkpoint(now)
     exempt_until = job.exempt_until if exempt is None else exempt
-    return Job(
+    model = Job(
         job.id,
         job.name,
         job.user,
@@ -82,6 +96,9 @@ def model_job(job: SimJob, now: float, reason: str | None = None, exempt: float 
         checkpoint_interval_s=job.ckpt,
         duration_s=job.duration,
     )
+    if suspended > 0 or resumed is not None:  # (rare: only then written, as the format's defaults are left out)
+        return replace(model, suspended_s=suspended, resumed_time=None if resumed is None else from_epoch(resumed))
+    return model
 
 
 def node_objects(sim: Simulator) -> tuple[Node, ...]:
@@ -124,7 +141,8 @@ def planner_snapshot(sim: Simulator, head: SimJob, now: float, nodes: Iterable[i
     jobs = [running_model(sim, j, now) for j in running]
     if sim.held:  # (an operator's suspended jobs hold GPUs too, though no one may preempt them)
         held = [sim.jobs[i] for i in sim.held]
-        jobs.extend(model_job(j, now) for j in held if len(chosen) == len(all_nodes) or not names.isdisjoint(j.alloc))
+        jobs.extend(model_job(j, now, held_since=sim.held[j.id]) for j in held
+                    if len(chosen) == len(all_nodes) or not names.isdisjoint(j.alloc))  # fmt: skip
     jobs.append(model_job(head, now))
     return Snapshot(sim.name, "demo", from_epoch(now), sim.classes, tuple(chosen), tuple(jobs))
 
@@ -145,7 +163,7 @@ def snapshot(sim: Simulator) -> Snapshot:
         if job.drain_until is not None:
             reason = f"Preempting: saving until the grace period ends at {format_time(job.drain_until)}"
         jobs.append(model_job(job, now, reason))
-    jobs.extend(model_job(sim.jobs[job_id], now, HELD_REASON) for job_id in sim.held)
+    jobs.extend(model_job(sim.jobs[job_id], now, HELD_REASON, held_since=since) for job_id, since in sim.held.items())
     for position, job in enumerate(sim.queue.ordered(now)):
         if job.claim:
             reason = "Preempting: waiting for preempted jobs to save and stop"

@@ -100,7 +100,7 @@ class FastRules:
             return self.urgent
         info = self.cinfo[job.cls]
         if info.max_wait is not None and info.rate > 0 and job.run_start is not None:
-            overdue = job.run_start - job.qs - info.max_wait
+            overdue = job.began - job.qs - info.max_wait  # (its wait ended as the run began)
             if overdue > 0:
                 return job.priority + info.rate * overdue / 60.0
         return float(job.priority)
@@ -137,11 +137,8 @@ class FastRules:
         if exempt_until is not None and exempt_until > now:
             return True
         min_runtime = self.min_runtime
-        if min_runtime > 0:
-            start = job.run_start
-            assert start is not None  # (a running job's run has its start)
-            if now - start < min_runtime:
-                return True
+        if min_runtime > 0 and now - (job.began + job.susp) < min_runtime:  # (run time: not suspended)
+            return True
         cap = self.cap
         if cap <= 0:
             return False
@@ -155,7 +152,7 @@ class FastRules:
     def protected_until(self, job: SimJob, now: float) -> float:
         """`rules.protected_until` for a running job: when its exemption, minimum runtime and
         24 h cap have all lapsed as things stand at `now` (0.0: none protects it now)."""
-        start: float = job.run_start  # type: ignore[assignment]
+        start = job.began + job.susp  # (where its run's clock starts: time suspended is not run time)
         until = 0.0
         exempt_until = job.exempt_until
         if exempt_until is not None and exempt_until > now:
@@ -203,7 +200,7 @@ class FastRules:
         if queued:
             waited: float | None = now - job.qs
         else:
-            waited = None if job.run_start is None else job.run_start - job.qs
+            waited = None if job.run_start is None else job.began - job.qs
         return effective_priority_of(
             float(job.priority), urgent=job.urgent, urgent_priority=self.urgent,
             waited_s=waited if info.max_wait is not None else None, max_wait_s=info.max_wait,

@@ -178,6 +178,8 @@ class SimJob:
         "save_s",
         "restore_s",
         "overhead_s",
+        "began",
+        "susp",
     )
 
     def __init__(self, spec: JobSpec) -> None:
@@ -224,6 +226,12 @@ class SimJob:
         self.save_s = 0.0
         self.restore_s = 0.0
         self.overhead_s = 0.0  # GPU-seconds spent saving and restoring (closed runs)
+        # An operator's suspension (`actions`) keeps the run: `run_start` restarts at the resume
+        # (progress and loss count from there), while the run as shown began at `began` and
+        # has spent `susp` seconds suspended (closed suspensions): its run time is
+        # now − began − susp, and its queue wait ended at `began`.
+        self.began = 0.0
+        self.susp = 0.0
 
     def last_checkpoint(self, now: float) -> float | None:
         """The last checkpoint the job reported by `now` (None for jobs that report none).
@@ -281,7 +289,8 @@ class SimJob:
     _CONVERTED: ClassVar[frozenset[str]] = frozenset({"alloc", "preempt_times", "claim"})
     #: saved too, with the value a state saved before they existed stands for
     _NEWER_FIELDS: ClassVar[tuple[tuple[str, Any], ...]] = (
-        ("first_start", None), ("save_s", 0.0), ("restore_s", 0.0), ("overhead_s", 0.0),
+        ("first_start", None), ("save_s", 0.0), ("restore_s", 0.0), ("overhead_s", 0.0), ("began", None),
+        ("susp", 0.0),
     )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -302,6 +311,8 @@ class SimJob:
         for name, default in cls._NEWER_FIELDS:
             setattr(job, name, raw.get(name, default))
         job.idkey = id_key(job.id)
+        if raw.get("began") is None:  # (saved before suspensions kept the start: the run's own)
+            job.began = 0.0 if job.run_start is None else float(job.run_start)
         job.rep = job.prot = 0.0
         job.place = ()
         job.alloc = {str(node): [int(i) for i in idx] for node, idx in raw["alloc"].items()}

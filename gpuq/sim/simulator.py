@@ -513,6 +513,9 @@ class Simulator:
         remaining = job.duration - job.done
         if job.first_start is None:
             job.first_start = now
+        if from_free:  # (a new run; a resume keeps the run it suspended: `began`, `susp`)
+            job.began = now
+            job.susp = 0.0
         if job.ckpt and (self.save_cost > 0 or self.restore_cost > 0):
             # (a restart from saved progress restores first; a suspended job resumes as it stood)
             restore = self.restore_cost if job.done > 0 and job.state == PENDING else 0.0
@@ -542,7 +545,7 @@ class Simulator:
         # it no more room than those free GPUs did (and stays a victim: unprotected, at a fixed
         # priority), so the "no" stands then too.
         if job.counted is not None:  # (a possible victim)
-            if job.prot < 0 and self.rules.young_at_start:  # (protected now, surely)
+            if job.prot < 0 and self.rules.young_at_start and from_free:  # (protected now, surely)
                 if self.blocked is not None:  # not a victim before its minimum runtime: ask then
                     self.recheck(now + self.rules.min_runtime)
             elif self.rules.prot_of(job, now) <= now:

@@ -156,7 +156,7 @@ def holding(sim: Simulator) -> Iterable[SimJob]:
 def _single_key(cost: float, job: SimJob) -> tuple[float, float, float, JobIdKey]:
     """The engine's order of single victims: cost to 6 decimals, priority, later start, id (its
     last tie-break, the node, never decides: no two jobs share an id)."""
-    return (round(cost, 6), job.rep, -job.run_start, job.idkey)  # type: ignore[operator]
+    return (round(cost, 6), job.rep, -job.began, job.idkey)
 
 
 # The orders of the engine's multi-node plan (`engine._plan_multi`), on (cost, job) pairs.
@@ -327,7 +327,7 @@ def exact_single_node(sim: Simulator, head: SimJob, nodes: list[int], per_node: 
     for i in nodes:
         there = per_node[i]
         assert there is not None  # (`candidate_nodes` lists its victims on every node it names)
-        victims: list[Item] = [(cost, job.idkey, n, job.rep, job.run_start, job.id)  # type: ignore[misc]
+        victims: list[Item] = [(cost, job.idkey, n, job.rep, job.began, job.id)
                                for cost, n, job in there]  # fmt: skip
         candidates.append((gpus.names[i], head.gpus - gpus.free_n[i], victims))
     found = best_single_node(candidates)

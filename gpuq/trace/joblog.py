@@ -1,9 +1,10 @@
 """gpuq's own job log (`gpuq.jobs/v1`): JSON lines, one finished or pending job per line.
 
 The first line may be a header `{"format": "gpuq.jobs/v1", ...}` (other keys: where it came
-from); every other line is one job whose keys are `TraceJob`'s fields. Times are POSIX seconds.
-Only `id`, `submit_time`, `duration_s` and `gpus` are required; unknown keys are ignored (a
-later version may add some); blank lines are skipped. The README documents it.
+from: `cluster`, `backend`, the window `since`/`until`, the cluster's shape `cluster_shape`);
+every other line is one job whose keys are `TraceJob`'s fields. Times are POSIX seconds. Only
+`id`, `submit_time`, `duration_s` and `gpus` are required; unknown keys are ignored (a later
+version may add some); blank lines are skipped. The README documents it.
 
 `read_joblog` streams: one line is decoded at a time, straight into a `TraceJob` by msgspec.
 """
@@ -19,7 +20,7 @@ from gpuq.trace.check import checked, json_error, shown
 from gpuq.trace.record import TraceError, TraceJob
 from gpuq.trace.source import open_binary
 
-__all__ = ["FORMAT", "header_line", "is_header", "job_line", "read_joblog", "write_jobs"]
+__all__ = ["FORMAT", "header_line", "is_header", "job_line", "read_header", "read_joblog", "write_jobs"]
 
 FORMAT: Final = "gpuq.jobs/v1"
 
@@ -62,6 +63,16 @@ def is_header(raw: bytes) -> bool:
     except msgspec.DecodeError:
         return False
     return isinstance(doc, dict) and "format" in doc and "id" not in doc
+
+
+def read_header(path: str) -> dict[str, Any] | None:
+    """The header of the job log at `path` (its first line that is not blank), None when it
+    starts with a job instead."""
+    with open_binary(path) as stream:
+        for raw in stream:
+            if raw.strip():
+                return _any_decoder.decode(raw) if is_header(raw) else None
+    return None
 
 
 def read_joblog(path: str) -> Iterator[TraceJob]:

@@ -34,8 +34,9 @@ _SLA_TONE = {SlaStatus.OK: "ok", SlaStatus.AT_RISK: "risk", SlaStatus.BREACH: "b
 def queue_cells(row: QueueRow, now: float, cluster: str = "") -> tuple[str, ...]:
     job = row.job
     run = None
-    if job.start_time is not None and job.state in (JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING):
-        run = now - job.start_time.timestamp()
+    origin = job.run_origin()  # (run time: time suspended does not count)
+    if origin is not None and job.state in (JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING):
+        run = now - origin
     exempt = ""
     if job.exempt_until is not None and job.exempt_at(now):
         exempt = format_duration(job.exempt_until.timestamp() - now)

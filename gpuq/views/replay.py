@@ -85,8 +85,7 @@ class ReplayView:
 def _summary(r: ReplayResult) -> tuple[tuple[str, str], ...]:
     rows = [
         ("strategy", r.strategy),
-        ("jobs", f"{r.jobs:,} ({r.gpu_hours:,.1f} GPU-hours)"
-         + (f"; {r.skipped:,} without GPUs left out" if r.skipped else "")),
+        ("jobs", f"{r.jobs:,} ({r.gpu_hours:,.1f} GPU-hours)" + _left_out(r)),
         ("utilisation", f"{_pct(r.utilisation)} (useful {_pct(r.useful_utilisation)})"),
         ("wait", f"mean {format_duration(r.wait.mean_s)}, P50 {format_duration(r.wait.p50_s)}, "
                  f"P95 {format_duration(r.wait.p95_s)}, P99 {format_duration(r.wait.p99_s)}, "
@@ -109,6 +108,16 @@ def _summary(r: ReplayResult) -> tuple[tuple[str, str], ...]:
         rows.append(("unfinished", f"{r.unfinished:,} jobs still queued or running at the replay's horizon"))
     rows.append(("simulation", f"{r.events:,} events in {r.sim_wall_s:.2f}s"))
     return tuple(rows)
+
+
+def _left_out(r: ReplayResult) -> str:
+    """The trace's jobs the replay left out, and why."""
+    why = []
+    if r.skipped:
+        why.append(f"{r.skipped:,} without GPUs")
+    if r.never_started:
+        why.append(f"{r.never_started:,} that never started (run time unknown)")
+    return f"; left out: {', '.join(why)}" if why else ""
 
 
 def _class_row(name: str, stats: ClassStats) -> tuple[str, ...]:

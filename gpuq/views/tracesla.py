@@ -16,11 +16,12 @@ if TYPE_CHECKING:
 __all__ = ["TRACE_SLA", "TraceSlaRow", "TraceSlaView", "trace_sla_view"]
 
 _ID, _NUMBER, _PLAIN = Kind.ID, Kind.NUMBER, Kind.PLAIN
-#: the table: started jobs, never started, the wait statistics, the target and the breaches
+#: the table: started jobs, never started, the wait statistics (P95+NEVER: with the censored
+#: waits of those that never started), the target and the breaches
 TRACE_SLA = TableSpec("trace-sla", (
     Column("CLASS", _ID), Column("STARTED", _NUMBER, 3), Column("NEVER", _NUMBER, 2), Column("MEAN", _NUMBER, 6),
     Column("P50", _NUMBER, 5), Column("P95", _NUMBER), Column("P99", _NUMBER, 4), Column("MAX", _NUMBER, 7),
-    Column("TARGET", _NUMBER), Column("BREACHES", _NUMBER, 1), Column("SLA", _PLAIN),
+    Column("P95+NEVER", _NUMBER, 3), Column("TARGET", _NUMBER), Column("BREACHES", _NUMBER, 1), Column("SLA", _PLAIN),
 ))  # fmt: skip
 
 
@@ -31,8 +32,9 @@ class TraceSlaRow:
 
     @property
     def verdict(self) -> str:
-        """``breach`` (the P95 is past the target), ``ok``, or ``""`` without a target."""
-        if self.waits.target_p95_s is None or self.waits.count == 0:
+        """``breach`` (the P95, with or without the never-started jobs' censored waits, is past
+        the target), ``ok``, or ``""`` without a target or jobs."""
+        if self.waits.target_p95_s is None or self.waits.count + self.waits.never_started == 0:
             return ""
         return "breach" if self.waits.breach else "ok"
 

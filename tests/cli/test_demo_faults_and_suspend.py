@@ -14,6 +14,7 @@ from click.testing import Result
 
 from gpuq.backends import demo as demo_module
 from tests.cli.conftest import json_doc
+from tests.clock import TickingClock
 
 Run = Callable[..., Result]
 
@@ -50,6 +51,22 @@ def test_a_suspended_job_keeps_its_gpus_until_resumed(demo: Run) -> None:
     assert _slots(demo, job_id) == held
     again = demo("resume", job_id, "--yes")
     assert again.exit_code == 1 and f"job {job_id} is running, not suspended: nothing to resume" in again.stderr
+
+
+def test_suspend_and_resume_keep_the_jobs_start_and_wait(demo: Run, clock: TickingClock) -> None:
+    running = [j for j in json_doc(demo("queue", "-o", "json", "--state", "running"))["jobs"] if not j["exempt_until"]]
+    job_id = running[0]["id"]
+    before = json_doc(demo("job", job_id, "-o", "json"))["job"]
+    assert demo("preempt", job_id, "--mode", "suspend", "--yes").exit_code == 0
+    clock.start += 2 * 3600 / 0.01  # two simulated hours on the still demo (0.01 simulated s a second)
+    # (exempt: a job that has run its minimum runtime may be preempted again as it resumes)
+    assert demo("exempt", job_id, "--for", "1h", "--yes").exit_code == 0
+    resumed = demo("resume", job_id, "--yes")
+    assert resumed.exit_code == 0, resumed.output
+    after = json_doc(demo("job", job_id, "-o", "json"))["job"]
+    assert after["state"] == "running"
+    assert (after["start_time"], after["wait_s"]) == (before["start_time"], before["wait_s"])
+    assert 2 * 3600 <= after["suspended_s"] < 2 * 3600 + 60
 
 
 def test_resume_without_a_terminal_needs_yes(demo: Run) -> None:

@@ -11,13 +11,14 @@ import json
 import os
 import stat
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 from gpuq.backends.slurm.trace import TRACE_FIELDS, read_sacct_parsable, trace_args
-from gpuq.timefmt import format_time
+from gpuq.timefmt import format_time, parse_time
 from tests.cli.conftest import CLI_CLOCK_START, DEMO_STILL, SMALL
 from tests.clock import FixedClock
 from tests.slurm.samples import LIVE
@@ -48,7 +49,14 @@ def _lines(text: str) -> tuple[dict[str, object], list[dict[str, object]]]:
 # ---------------------------------------------------------------- the demo
 
 
+def _demo_now(run: Run) -> float:
+    """The still demo cluster's own clock (its snapshot's time), ahead of the wall clock."""
+    doc = json.loads(run("queue", *DEMO_STILL, "-o", "json").stdout)
+    return parse_time(doc["taken_at"])
+
+
 def test_demo_export_to_stdout_covers_the_window(run: Run) -> None:
+    now = _demo_now(run)
     result = run("trace", "export", *DEMO_STILL, "--since", "6h", "-o", "-")
     assert result.exit_code == 0, result.output
     header, jobs = _lines(result.stdout)
@@ -56,13 +64,14 @@ def test_demo_export_to_stdout_covers_the_window(run: Run) -> None:
         "format": "gpuq.jobs/v1",
         "cluster": "demo",
         "backend": "demo",
-        "since": format_time(NOW - 6 * 3600),
-        "until": format_time(NOW),
+        "since": format_time(now - 6 * 3600),
+        "until": format_time(now),
+        "cluster_shape": "16x8",  # the demo's 16 nodes of 8 GPUs (`gpuq replay` takes it)
     }
     assert jobs and len({j["id"] for j in jobs}) == len(jobs)
     for job in jobs:
-        assert isinstance(job["submit_time"], float) and job["submit_time"] <= NOW
-        assert "end_time" not in job or job["end_time"] >= NOW - 6 * 3600  # type: ignore[operator]
+        assert isinstance(job["submit_time"], float) and job["submit_time"] <= now
+        assert "end_time" not in job or job["end_time"] >= now - 6 * 3600  # type: ignore[operator]
     assert {"completed", "running", "pending"} <= {j["state"] for j in jobs}
     assert result.stderr == ""  # stdout carries the trace; nothing else is said
 
@@ -72,13 +81,26 @@ def test_a_shorter_window_is_a_subset(run: Run) -> None:
     narrow = _lines(run("trace", "export", *DEMO_STILL, "--since", "1h", "--until", "30m").stdout)[1]
     assert narrow and len(narrow) < len(wide)
     assert {j["id"] for j in narrow} <= {j["id"] for j in wide}
-    assert all(j["submit_time"] <= NOW - 1800 for j in narrow)  # type: ignore[operator]
+    assert all(j["submit_time"] <= _demo_now(run) - 1800 for j in narrow)  # type: ignore[operator]
+
+
+def test_the_demo_window_is_on_the_clusters_clock(run: Run) -> None:
+    # The demo's clock runs hours ahead of the wall clock (its warm-up): "the last hour" is the
+    # cluster's, so every job live now is in it, the ones submitted after the wall clock's now too.
+    now = _demo_now(run)
+    assert now > NOW + 3600
+    live = {j["id"] for j in json.loads(run("queue", *DEMO_STILL, "-o", "json").stdout)["jobs"]
+            if j["state"] in ("pending", "running")}  # fmt: skip
+    header, jobs = _lines(run("trace", "export", *DEMO_STILL, "--since", "1h").stdout)
+    assert header["until"] == format_time(now)
+    assert live and live <= {j["id"] for j in jobs}
 
 
 def test_iso_times_and_durations_name_the_same_window(run: Run) -> None:
+    now = _demo_now(run)
     by_duration = run("trace", "export", *DEMO_STILL, "--since", "2h", "--until", "now")
-    by_time = run("trace", "export", *DEMO_STILL, "--since", "2026-11-19T13:00:00Z", "--until",
-                  "2026-11-19T17:00:00+02:00")  # fmt: skip
+    by_time = run("trace", "export", *DEMO_STILL, "--since", format_time(now - 7200), "--until",
+                  datetime.fromtimestamp(now, timezone(timedelta(hours=2))).isoformat())  # fmt: skip
     assert by_duration.exit_code == by_time.exit_code == 0, by_time.output
     assert by_duration.stdout == by_time.stdout
 

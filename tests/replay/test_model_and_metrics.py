@@ -21,8 +21,9 @@ ISSUE_KEYS = {"jobs", "gpu_hours", "utilisation", "useful_utilisation", "wait", 
               "max_preemptions_per_job_day", "lost_gpu_hours", "checkpoint_overhead_gpu_hours", "makespan_s",
               "events", "sim_wall_s"}  # fmt: skip
 MODEL_KEYS = {"strategy", "preemptions_per_job", "preemptions_per_gpu_hour", "suggested_checkpoint_interval_s",
-              "cancelled", "unfinished", "skipped", "origin_s", "nodes", "gpus_per_node", "busy_gpu_hours",
-              "idle_gpu_hours", "utilisation_series", "wait_percentiles", "log", "thrash"}  # fmt: skip
+              "cancelled", "unfinished", "skipped", "never_started", "origin_s", "nodes", "gpus_per_node",
+              "busy_gpu_hours", "idle_gpu_hours", "utilisation_series", "wait_percentiles", "log",
+              "thrash"}  # fmt: skip
 WAIT_KEYS = {"mean_s", "p50_s", "p95_s", "p99_s", "max_s", "count"}
 
 

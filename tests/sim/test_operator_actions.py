@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 from gpuq.errors import Refused
 from gpuq.model import JobClass, JobState
 from gpuq.policy.config import UNGUARDED_POLICY, Mode, Policy
+from gpuq.policy.rules import standing_protection
 from gpuq.sim import ClusterSpec, JobSpec, Simulator, actions, convert, generate_jobs
 from gpuq.sim.jobs import RUNNING
 from gpuq.sim.state import dump, load
+from gpuq.sla import sla_report
 from tests.properties import examples
 
 from .helpers import check_invariants, step_all
@@ -119,6 +121,9 @@ def test_held_gpus_stay_with_the_suspended_job(seed: int, pick: int, hold_s: flo
         check_invariants(sim)  # (no GPU double-booked: nobody else was given the held ones)
         assert sim.jobs[target].alloc == gpus
     sim.run_until(until)
+    # (exempt for a while: a resumed job that has run its minimum runtime may be preempted again
+    # the same instant, and the test is to see it run on the GPUs it kept)
+    actions.exempt(sim, target, until=sim.now + 600.0)
     actions.resume(sim, target)
     assert sim.jobs[target].alloc == gpus and sim.jobs[target].state == RUNNING
     step_all(sim, limit=until + 30 * 86400.0)
@@ -162,3 +167,37 @@ def test_a_planned_bump_waits_its_turn_behind_a_higher_job() -> None:
     # Above Q, the same plan is carried out.
     _, _, preempted = actions.bump_reported(sim, "H", priority=61, planned=({"R1": node}, node))
     assert preempted == {"R1": node}
+
+
+def test_suspend_and_resume_keep_the_start_the_wait_and_the_run_time() -> None:
+    # B holds both GPUs until 1000, so S waits 1000 s; S runs 500 s, is suspended 2500 s, resumed.
+    policy = Policy(min_runtime_s=3600.0, mode=Mode.REQUEUE)
+    sim = _sim(policy, nodes=1, gpus=2)
+    sim.submit([_job("B", 0, 1000, 50, gpus=2), _job("S", 0, 10_000, 10, gpus=2)])
+    sim.run_until(1500)
+    actions.preempt(sim, "S", mode=Mode.SUSPEND)
+    sim.run_until(3000)
+    held = sim.snapshot().job("S")
+    assert held is not None and held.state is JobState.SUSPENDED
+    assert held.start_time is not None and held.start_time.timestamp() == 1000
+    assert held.suspended_s == 1500 and held.wait_s(3000) == 1000
+    sim.run_until(4000)
+    actions.resume(sim, "S")
+    snap = sim.snapshot()
+    job = snap.job("S")
+    assert job is not None and job.state is JobState.RUNNING
+    assert job.start_time is not None and job.start_time.timestamp() == 1000  # the first start, kept
+    assert job.wait_s(4000) == 1000  # the suspension is not queue wait
+    assert job.suspended_s == 2500 and job.resumed_time is not None and job.resumed_time.timestamp() == 4000
+    assert job.run_origin() == 3500  # it has run 500 s, not 3000 s nor 0 s
+    sla = sla_report(snap, policy, 4000)
+    assert sla.classes["batch"].max_s == 1000
+    # Too young by its run time: 1500 s at 5000 (not 4000 s, and not 1000 s since the resume).
+    protected = standing_protection(job, CLASSES[0], policy, 5000)
+    assert protected is not None and protected[1].startswith("too young: ran 25m")
+    # H outranks S: it waits until S has run its hour (3500 + 3600), not an hour past the resume.
+    sim.submit([_job("H", 5000, 100, 100, gpus=2)])
+    sim.run_until(8000)
+    assert _starts(sim, "H") == [7100.0]
+    lost = [entry[4] for entry in sim.preemption_log if entry[1] == "S" and entry[2] == "H"]
+    assert lost == [2 * (7100 - 4000)]  # lost since the resume: the suspended time is not lost work

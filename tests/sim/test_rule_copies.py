@@ -155,7 +155,11 @@ def running_job(rng: random.Random, index: int, rules: FastRules) -> tuple[SimJo
         start = near(rng, job.qs + info.max_wait)
     else:
         start = near(rng, job.qs + rng.choice([0.0, 1e-6, 30.0, rng.uniform(0, DAY_S)]))
-    job.run_start = start = max(start, job.qs)
+    job.began = job.run_start = start = max(start, job.qs)
+    if rng.random() < 0.2:  # a run an operator suspended and resumed: its clock restarted there
+        job.susp = rng.choice([1e-6, 60.0, rng.uniform(0, DAY_S)])
+        job.run_start = start = near(rng, job.began + job.susp + rng.choice([0.0, 30.0, rng.uniform(0, 3600)]))
+        job.run_start = start = max(start, job.began + job.susp)
     job.state = RUNNING
     if job.ckpt is not None and rng.random() < 0.4:
         job.last_ckpt = near(rng, start - rng.uniform(0, 3600))  # reported in an earlier run
@@ -226,7 +230,7 @@ def _default_interval(policy: Policy, job: SimJob, now: float) -> bool:
 def _protected(policy: Policy, job: SimJob, now: float) -> bool:
     """`time_protected` on the running job's plain numbers."""
     assert job.run_start is not None
-    return time_protected(exempt_until=job.exempt_until, start=job.run_start, min_runtime_s=policy.min_runtime_s,
+    return time_protected(exempt_until=job.exempt_until, start=job.began + job.susp, min_runtime_s=policy.min_runtime_s,
                           preemption_times=job.preempt_times, cap=policy.max_preemptions_per_day, now=now)  # fmt: skip
 
 
@@ -270,7 +274,7 @@ def test_a_job_is_not_below_its_base_priority_at_the_tick_it_starts_to_age() -> 
 def test_running_priority_is_the_kernels() -> None:
     for policy, rules, job, _now in RUNNING_JOBS:
         assert job.run_start is not None
-        expected = kernel_priority(policy, job, job.run_start - job.qs)  # the wait up to its start
+        expected = kernel_priority(policy, job, job.began - job.qs)  # the wait up to its start
         got = rules.running_priority(job)
         assert got == expected, (job.id, job.cls, job.urgent, job.qs, job.run_start, got, expected)
         assert job.rep == expected  # (`_arm`'s shortcut for classes that never age)
@@ -287,7 +291,7 @@ def test_lost_is_the_kernels() -> None:
 def test_cost_is_the_kernels() -> None:
     for policy, rules, job, now in RUNNING_JOBS:
         assert job.run_start is not None
-        priority = kernel_priority(policy, job, job.run_start - job.qs)
+        priority = kernel_priority(policy, job, job.began - job.qs)
         expected = victim_cost_of(kernel_lost(policy, job, now), priority, policy.lost_work_weight,
                                   policy.priority_weight)  # fmt: skip
         got = rules.cost(job, now)
@@ -320,14 +324,14 @@ def test_the_time_limited_protections_are_the_kernels() -> None:
     for policy, rules, job, now in RUNNING_JOBS:
         assert job.run_start is not None
         # (now, and moments around the ends of the minimum runtime, the exemption and the cap)
-        ends = [job.run_start + policy.min_runtime_s, *(t + DAY_S for t in job.preempt_times)]
+        ends = [job.began + job.susp + policy.min_runtime_s, *(t + DAY_S for t in job.preempt_times)]
         if job.exempt_until is not None:
             ends.append(job.exempt_until)
         for when in (now, *(near(rng, e) for e in ends)):
             moments += 1
             assert rules.protected_at(job, when) == _protected(policy, job, when), (job.id, when)
             until = protected_until(
-                exempt_until=job.exempt_until, start=job.run_start, min_runtime_s=policy.min_runtime_s,
+                exempt_until=job.exempt_until, start=job.began + job.susp, min_runtime_s=policy.min_runtime_s,
                 preemption_times=job.preempt_times, cap=policy.max_preemptions_per_day, now=when,
             )  # fmt: skip
             assert rules.protected_until(job, when) == until, (job.id, when)
@@ -340,7 +344,7 @@ def test_protection_end_is_the_first_tick_the_kernel_does_not_protect() -> None:
         assert job.run_start is not None
         end = rules.protection_end(job, now)
         until = protected_until(
-            exempt_until=job.exempt_until, start=job.run_start, min_runtime_s=policy.min_runtime_s,
+            exempt_until=job.exempt_until, start=job.began + job.susp, min_runtime_s=policy.min_runtime_s,
             preemption_times=job.preempt_times, cap=policy.max_preemptions_per_day, now=now,
         )  # fmt: skip
         assert (end == 0.0) == (until <= 0.0) == (not _protected(policy, job, now)), (job.id, now, end, until)

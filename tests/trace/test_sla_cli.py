@@ -44,9 +44,11 @@ def run(*args: str) -> Result:
 
 
 def _stats(count: int, never: int, mean: float | None, p50: float | None, p95: float | None, max_s: float | None,
-           target: float | None, breaches: int | None, breach: bool) -> dict[str, Any]:  # fmt: skip
+           target: float | None, breaches: int | None, breach: bool,
+           with_never: float | None) -> dict[str, Any]:  # fmt: skip
     return {"count": count, "never_started": never, "mean_s": mean, "p50_s": p50, "p95_s": p95, "p99_s": max_s,
-            "max_s": max_s, "target_p95_s": target, "sla_breaches": breaches, "breach": breach}  # fmt: skip
+            "max_s": max_s, "target_p95_s": target, "sla_breaches": breaches, "breach": breach,
+            "p95_incl_pending_s": with_never}  # fmt: skip
 
 
 def test_json_has_the_hand_computed_figures(files: tuple[str, str]) -> None:
@@ -55,14 +57,18 @@ def test_json_has_the_hand_computed_figures(files: tuple[str, str]) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert (doc["trace"], doc["format"], doc["jobs"], doc["never_started"]) == (trace, "jobs", 6, 2)
-    # overall: waits 60, 300, 2000, 3000; nearest rank: P50 = 2nd, P95 = P99 = 4th
-    assert doc["overall"] == _stats(4, 2, 1340.0, 300.0, 3000.0, 3000.0, None, None, False)
+    # no header: the trace ends at its latest time, l1's start at 3000; l2 and n1 wait until then
+    assert (doc["end"], doc["left_out"]) == ("1970-01-01T00:50:00Z", {})
+    # overall: waits 60, 300, 2000, 3000; nearest rank: P50 = 2nd, P95 = P99 = 4th; with the
+    # censored 3000 and 2950, P95 is the 6th of six
+    assert doc["overall"] == _stats(4, 2, 1340.0, 300.0, 3000.0, 3000.0, None, None, False, 3000.0)
     high = doc["classes"]["high"]
     assert high.pop("mean_s") == pytest.approx(2360.0 / 3)
-    assert high == {k: v for k, v in _stats(3, 0, 0, 300.0, 2000.0, 2000.0, 1000.0, 1, True).items() if k != "mean_s"}
-    assert doc["classes"]["low"] == _stats(1, 1, 3000.0, 3000.0, 3000.0, 3000.0, 3600.0, 0, False)
+    assert high == {k: v for k, v in _stats(3, 0, 0, 300.0, 2000.0, 2000.0, 1000.0, 1, True, 2000.0).items()
+                    if k != "mean_s"}  # fmt: skip
+    assert doc["classes"]["low"] == _stats(1, 1, 3000.0, 3000.0, 3000.0, 3000.0, 3600.0, 0, False, 3000.0)
     # no policy override for normal: the demo class's 2 h target
-    assert doc["classes"]["normal"] == _stats(0, 1, None, None, None, None, 7200.0, 0, False)
+    assert doc["classes"]["normal"] == _stats(0, 1, None, None, None, None, 7200.0, 0, False, 2950.0)
 
 
 def test_the_table_names_what_was_left_out(files: tuple[str, str]) -> None:
@@ -70,12 +76,14 @@ def test_the_table_names_what_was_left_out(files: tuple[str, str]) -> None:
     result = run("sla", "--trace", trace, "--policy", policy, "-o", "wide")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == f"{trace} (jobs): recorded queue waits of 6 jobs, 2 never started"
-    assert lines[1].split() == ["CLASS", "STARTED", "NEVER", "MEAN", "P50", "P95", "P99", "MAX", "TARGET", "BREACHES",
-                                "SLA"]  # fmt: skip
+    assert lines[0] == (f"{trace} (jobs): recorded queue waits of 6 GPU jobs, 2 never started (counted as waiting "
+                        "until 1970-01-01T00:50:00Z)")  # fmt: skip
+    assert lines[1].split() == ["CLASS", "STARTED", "NEVER", "MEAN", "P50", "P95", "P99", "MAX", "P95+NEVER", "TARGET",
+                                "BREACHES", "SLA"]  # fmt: skip
     rows = {line.split()[0]: line.split() for line in lines[2:]}
-    assert rows["high"] == ["high", "3", "0", "13m", "5m", "33m", "33m", "33m", "16m", "1", "BREACH"]
-    assert rows["low"] == ["low", "1", "1", "50m", "50m", "50m", "50m", "50m", "1h00m", "0", "ok"]
+    assert rows["high"] == ["high", "3", "0", "13m", "5m", "33m", "33m", "33m", "33m", "16m", "1", "BREACH"]
+    assert rows["low"] == ["low", "1", "1", "50m", "50m", "50m", "50m", "50m", "50m", "1h00m", "0", "ok"]
+    assert rows["normal"][1:3] == ["0", "1"] and rows["normal"][-1] == "ok"  # judged on its one censored wait
     assert rows["(all)"][:3] == ["(all)", "4", "2"]
 
 

@@ -47,7 +47,7 @@ from gpuq.backends.slurm.queueread import DETAIL_ONE_BY_ONE_MAX, QueueReader
 from gpuq.backends.slurm.runner import Runner
 from gpuq.backends.slurm.snapshot import LastRead, read_sacct, take_snapshot
 from gpuq.errors import BadInput, GpuqError
-from gpuq.model import Job, PreviewRequest, Snapshot
+from gpuq.model import Job, Node, PreviewRequest, Snapshot
 from gpuq.policy.config import Mode
 
 if TYPE_CHECKING:
@@ -161,6 +161,14 @@ class SlurmBackend(Backend):
         snapshot, last = take_snapshot(self, ledger=ledger)
         self._last = last
         return snapshot
+
+    def nodes(self) -> tuple[Node, ...]:
+        """The nodes alone: one ``sinfo``, as the snapshot reads them."""
+        from gpuq.backends.slurm.runner import parse_output
+        from gpuq.backends.slurm.text import parse_sinfo_nodes, sinfo_format_arg
+
+        text = self.runner.run(["sinfo", "-h", "-N", sinfo_format_arg()])
+        return tuple(parse_output("sinfo --Format", lambda: parse_sinfo_nodes(text)))
 
     def show_config(self, *, fresh: bool = False) -> dict[str, str]:
         """``scontrol show config``, cached for ``config_ttl_s``."""
