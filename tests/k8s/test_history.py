@@ -126,6 +126,7 @@ def test_cli_export_writes_the_job_log(target: Target, gpuq: Gpuq, xdg: dict[str
         "backend": "kubernetes",
         "since": "2026-10-30T18:30:00Z",  # 30 days before the tests' clock
         "until": "2026-11-29T18:30:00Z",
+        "cluster_shape": "4x8",  # the staged GPU nodes, for `replay` to take
     }
     assert _epoch(json.loads(header)["until"]) == NOW
     rows = [json.loads(line) for line in lines]

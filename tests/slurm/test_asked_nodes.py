@@ -11,7 +11,7 @@ from gpuq.backends.slurm.jobs import asked_nodes
 from gpuq.backends.slurm.jsonread import parse_jobs_json
 from gpuq.backends.slurm.text import parse_squeue_format
 from gpuq.model import JobState, Node
-from gpuq.policy.config import Policy
+from gpuq.policy.config import UNGUARDED_POLICY  # (the cluster's rules alone: Δ 0, no minimum runtime)
 from gpuq.policy.engine import plan_preemption, request_for_job
 from tests.factories import make_job, make_snapshot
 from tests.slurm.samples import live
@@ -50,8 +50,8 @@ def test_a_job_that_asked_for_one_node_is_never_planned_across_nodes() -> None:
     asked = make_job("9", "u", "u", "t", "urgent", 1000, JobState.PENDING, now - 60, 8, qos="urgent", max_nodes=1)
     free = make_job("10", "u", "u", "t", "urgent", 1000, JobState.PENDING, now - 60, 8, qos="urgent")
     snap = make_snapshot("lab", "slurm", now, (), (Node("gpu1", 4), Node("gpu2", 4)), (*low, asked, free))
-    wide = plan_preemption(snap, Policy(), request_for_job(free), now)
+    wide = plan_preemption(snap, UNGUARDED_POLICY, request_for_job(free), now)
     assert wide.would_preempt and wide.nodes == ("gpu1", "gpu2")
-    one = plan_preemption(snap, Policy(), request_for_job(asked), now)
+    one = plan_preemption(snap, UNGUARDED_POLICY, request_for_job(asked), now)
     assert (one.feasible, one.victims, one.nodes) == (False, (), ())
     assert one.blocked == "asks for 8 GPUs on one node, but the largest node has 4"

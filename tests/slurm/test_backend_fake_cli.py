@@ -15,7 +15,7 @@ import pytest
 from gpuq.backends.base import ActionPlan, PriorityChange
 from gpuq.errors import BadInput, NotFound, PermissionDenied, Refused, Unreachable
 from gpuq.model import Job, JobState
-from gpuq.policy.config import Mode, Policy
+from gpuq.policy.config import UNGUARDED_POLICY, Mode
 from gpuq.views.job import pending_reasons
 from tests.factories import make_job, make_snapshot
 from tests.slurm.samples import LIVE, stand_in
@@ -257,7 +257,7 @@ def test_a_normal_job_is_never_told_it_could_preempt_a_lowgrace_one(fake: Path) 
             job("6", "lowgrace", "gpu2", 60.0),
             make_job("7", "n", "u", "t", "normal", 100, JobState.PENDING, now - 30, 4, qos="normal"))  # fmt: skip
     snap = make_snapshot("gpuqlab", "slurm", now, captured.classes, captured.nodes, jobs)
-    lines, plan = pending_reasons(snap, Policy(), snap.job("7"), now)  # type: ignore[arg-type]
+    lines, plan = pending_reasons(snap, UNGUARDED_POLICY, snap.job("7"), now)  # type: ignore[arg-type]
     assert plan is not None and sorted(v.job_id for v in plan.victims) == ["3", "4"]
     assert any(line.startswith("under gpuq's policy it could preempt 2 job(s) (4, 3) on gpu1") for line in lines)
     assert {c.job_id: c.reason.value for c in plan.spared} == {"5": "cluster", "6": "cluster"}

@@ -27,8 +27,29 @@ def _gpuq(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: gpuq's policy with no protections of its own (the shipped defaults protect jobs younger than
+#: 30 minutes, which slurmctld's lab set-up does not): what these tests compare is the priority
+#: scale, so gpuq's plan and slurmctld's may then agree job for job
+UNGUARDED = """[preemption]
+delta = 0
+min_runtime = "0s"
+max_preemptions_per_day = 0
+default_checkpoint_interval = "0s"
+"""
+
+
+_policy: list[Path] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _unguarded_policy(tmp_path_factory: pytest.TempPathFactory) -> None:
+    path = tmp_path_factory.mktemp("policy") / "unguarded.toml"
+    path.write_text(UNGUARDED)
+    _policy[:] = [path]
+
+
 def _preview(*args: str) -> dict[str, Any]:
-    proc = _gpuq("preview", *args, "-o", "json")
+    proc = _gpuq("--policy", str(_policy[0]), "preview", *args, "-o", "json")
     assert proc.returncode == 0, proc.stderr
     doc: dict[str, Any] = json.loads(proc.stdout)
     return doc
