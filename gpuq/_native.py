@@ -25,9 +25,9 @@ from pathlib import Path
 __all__ = ["NATIVE_MODULES", "PURE_ENV", "RECORD", "compiled_is_current", "select"]
 
 #: compiled by setup.py as one group: per package under gpuq/, in import order (each module
-#: imports only those before it; `policy.cover` imports none of them)
+#: imports only those before it; `policy.kernel` and `policy.cover` import none of them)
 NATIVE_MODULES: dict[str, tuple[str, ...]] = {
-    "policy": ("cover",),
+    "policy": ("kernel", "cover"),
     "sim": (
         "workload", "jobs", "events", "cluster", "queue", "aging", "retired", "fastrules", "convert", "victims",
         "stops", "preempting", "simulator",

@@ -1,6 +1,7 @@
-"""Exact single-node victim choice on plain numbers: the one search the engine and simulator share.
+"""Victim choice on plain numbers: the one search the engine and the simulator share.
 
-Over the candidate nodes, the victim set of least key
+A request that fits on one node gets the exact choice: over the candidate nodes, the victim set
+of least key
 
     (total cost, number of victims, highest victim priority, −Σ start times, sorted ids, node)
 
@@ -8,6 +9,10 @@ Over the candidate nodes, the victim set of least key
 compare in gpuq's one job-id order, `model.job_id_key`). The
 policy engine wraps it with protections and explanations; the simulator calls it directly in its
 hot loop, on numbers it keeps up to date, so both always pick the same victims.
+
+A request larger than any node gets the greedy plan (`greedy_cover`): victims in order of cost per
+GPU freed until enough GPUs are free, then the ones that turned out redundant dropped, most
+expensive first (policy model, "Victim choice").
 """
 
 from __future__ import annotations
@@ -16,13 +21,15 @@ from collections.abc import Iterable, Sequence
 
 from gpuq.model import JobIdKey
 
-__all__ = ["Best", "Item", "best_single_node", "search_node"]
+__all__ = ["Best", "Item", "Share", "best_single_node", "greedy_cover", "per_gpu_order", "search_node"]
 
 _EPS = 1e-6
 _INF = float("inf")
 
 #: (cost, job-id key, GPUs the job holds on this node, effective priority, start time, job id)
 Item = tuple[float, JobIdKey, int, float, float, str]
+#: (cost, GPUs preempting the job frees where the request may run, job-id key, job id)
+Share = tuple[float, int, JobIdKey, str]
 
 
 class Best:
@@ -114,3 +121,37 @@ def best_single_node(nodes: Iterable[tuple[str, int, Sequence[Item]]]) -> tuple[
     for node, need, eligible in nodes:
         search_node(node, need, eligible, best)
     return best.choice
+
+
+def per_gpu_order(share: Share) -> tuple[float, int, JobIdKey]:
+    """The greedy plan's order: cheapest per GPU freed, then more GPUs, then job id."""
+    return (share[0] / share[1], -share[1], share[2])
+
+
+def _dearest(share: Share) -> tuple[float, JobIdKey]:
+    return (-share[0], share[2])
+
+
+def _cheapest(share: Share) -> tuple[float, JobIdKey]:
+    return (share[0], share[2])
+
+
+def greedy_cover(eligible: Iterable[Share], need: int) -> tuple[list[Share], int] | None:
+    """The victims of the greedy plan that frees `need` GPUs, cheapest first (then by id), and
+    the GPUs they free; None when all of `eligible` (each freeing at least one GPU) free too few."""
+    ordered = sorted(eligible, key=per_gpu_order)
+    picked: list[Share] = []
+    freed = 0
+    for share in ordered:
+        if freed >= need:
+            break
+        picked.append(share)
+        freed += share[1]
+    if freed < need:
+        return None
+    for share in sorted(picked, key=_dearest):
+        if freed - share[1] >= need:
+            picked.remove(share)
+            freed -= share[1]
+    picked.sort(key=_cheapest)
+    return picked, freed

@@ -10,8 +10,7 @@ Pure: takes (snapshot, policy, request, now) and returns a Plan; never reads the
 - Multi-node requests get a valid cost-greedy plan: cheapest GPUs first, then redundant victims
   dropped, most expensive first.
 
-Every number comes from the rule kernel (`rules`); the node bound keeps an inline copy of the
-commonest victim's cost for speed, checked against the kernel by tests/policy/test_rule_copies.py.
+Every number comes from the rule kernel (`rules`, `kernel`).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import msgspec
 
 from gpuq.model import Job, JobClass, JobIdKey, JobState, Node, PreviewRequest, Snapshot, job_id_key
 from gpuq.policy.config import Policy
-from gpuq.policy.cover import Best, Item, search_node
+from gpuq.policy.cover import Best, Item, Share, greedy_cover, per_gpu_order, search_node
 from gpuq.policy.plan import Candidate, Plan
 from gpuq.policy.pruning import PrunedOrder
 from gpuq.policy.rules import (
@@ -275,12 +274,7 @@ def _plan_single(ctx: _Context, request: PreviewRequest, nodes: list[Node], free
     numbers = ctx.quick_numbers
     inf = float("inf")
     protected_seen: dict[str, tuple[Job, float]] = {}
-    # The commonest victim (not urgent or exempt, no checkpoint interval, earned no aging, under
-    # only the delta rule) is costed right here; anything else goes through quick_numbers.
-    quick, classes = ctx.quick, ctx.classes
-    now, policy, exclude = ctx.now, ctx.policy, ctx.exclude
-    lw, pw, delta, requester = policy.lost_work_weight, policy.priority_weight, policy.delta, ctx.requester_priority
-    simple = ctx.fast_rules and policy.default_checkpoint_interval_s <= 0
+    quick, now, policy, exclude = ctx.quick, ctx.now, ctx.policy, ctx.exclude
 
     def bound(name: str) -> tuple[float, str, int]:
         """(lower bound of the node's cheapest plan, node, GPUs still missing there)."""
@@ -292,24 +286,7 @@ def _plan_single(ctx: _Context, request: PreviewRequest, nodes: list[Node], free
                 continue
             hit = quick.get(job_id)
             if hit is None:
-                # (an inline copy of the kernel's cost and Δ rule for the commonest victim)
-                if simple and not job.urgent and job.exempt_until is None and job.checkpoint_interval_s is None:
-                    cls = classes.get(job.job_class) or ctx.cls(job.job_class)
-                    start, max_wait = job.start_time, cls.max_wait_s
-                    if cls.preemptible and start is not None and (
-                        max_wait is None or start.timestamp() - job.queued_since.timestamp() <= max_wait
-                    ):
-                        priority = float(job.priority)
-                        saved = job.last_checkpoint_time
-                        if job.resumed_time is not None:  # (the loss counts from the last resume)
-                            start = job.resumed_time
-                        since = (start if saved is None or saved < start else saved).timestamp()
-                        cost = lw * job.gpus * (now - since if now > since else 0.0)
-                        if pw:
-                            cost += pw * priority
-                        hit = quick[job_id] = (cost, requester - priority > delta)
-                if hit is None:
-                    hit = numbers(job)
+                hit = numbers(job)
             cost, ok = hit
             if ok:
                 count = len(job.allocation[name])
@@ -440,34 +417,24 @@ def _plan_multi(ctx: _Context, request: PreviewRequest, nodes: list[Node], free:
     def frees(v: _Victim) -> int:
         return sum(c for node, c in v.on_node.items() if node in usable_names)
 
-    eligible = sorted((v for v in everyone.values() if v.protected is None),
-                      key=lambda v: (v.cost / frees(v), -frees(v), v.idkey))
-    picked: list[_Victim] = []
-    freed = 0
-    for v in eligible:
-        if freed >= need:
-            break
-        picked.append(v)
-        freed += frees(v)
+    eligible: list[Share] = [(v.cost, frees(v), v.idkey, v.job.id) for v in everyone.values() if v.protected is None]
+    greedy = greedy_cover(eligible, need)
     spared_list = [_spare_reason(v, "not needed") for v in everyone.values() if v.protected is not None]
-    if freed < need:
+    if greedy is None:
+        freed = sum(share[1] for share in eligible)
         return _make_plan(ctx, request, fits=False, nodes=(), victims=(),
                     spared=tuple(_spare_reason(v, "not enough eligible GPUs to help") for v in everyone.values()),
                     freed_gpus=0, total_cost=0.0,
                     blocked=f"only {total_free + freed} of {g} GPUs could be freed without touching protected jobs")
-    # Drop victims that turned out redundant, most expensive first.
-    for v in sorted(picked, key=lambda v: (-v.cost, v.idkey)):
-        if freed - frees(v) >= need:
-            picked.remove(v)
-            freed -= frees(v)
+    shares, freed = greedy
+    picked = [everyone[share[3]] for share in shares]  # (cheapest first, then by id)
     picked_ids = {v.job.id for v in picked}
-    spared_list += [_spare_reason(v, "not needed: cheaper GPUs elsewhere")
-                    for v in eligible if v.job.id not in picked_ids]
+    spared_list += [_spare_reason(everyone[share[3]], "not needed: cheaper GPUs elsewhere")
+                    for share in sorted(eligible, key=per_gpu_order) if share[3] not in picked_ids]  # fmt: skip
     freed_by_node: dict[str, int] = defaultdict(int)
     for v in picked:
         for node, count in v.on_node.items():
             freed_by_node[node] += count
-    picked.sort(key=lambda v: (v.cost, v.idkey))
     return _make_plan(ctx, request, fits=False, nodes=take(freed_by_node),
                 victims=tuple(_candidate(v, Reason.CHOSEN, f"chosen (cost {v.cost:.0f})") for v in picked),
                 spared=tuple(spared_list), freed_gpus=freed, total_cost=sum(v.cost for v in picked))

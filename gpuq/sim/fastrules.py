@@ -1,25 +1,31 @@
 """The policy as the simulator's event loop reads it: its numbers, and its rules on `SimJob`s.
 
-Each rule is defined once, in the rule kernel (`gpuq.policy.rules`). The loop asks some of them
-for every candidate victim and every queued job, so they are kept here as inline copies on a
-SimJob's own fields: a queued job's effective priority (`queued_priority`), a running job's
-(`running_priority`), the GPU-seconds a preemption would lose (`lost`, which `cost` weighs), and
-the time-limited protections (`protected_at`, `protected_until`: exemption, minimum runtime, 24 h
-cap), which the loop asks once per run of a possible victim (an interpreted kernel call from the
-compiled loop cost more than the rest of the scan). They compute the kernel's very expressions on
-the very floats (times on the microsecond grid, which the model's datetimes hold exactly), so
-they agree with it bit for bit; tests/sim/test_rule_copies.py checks that over generated jobs.
-What the loop asks less often (the requester's urgent quota, any job's effective priority for
-the views) calls the kernel itself.
+Each rule is defined once, in the rule kernel (`gpuq.policy.kernel`); the methods here only say
+which of a SimJob's fields each argument is: a queued job's effective priority
+(`queued_priority`), a running job's (`running_priority`), the GPU-seconds a preemption would
+lose (`lost`, which `cost` weighs), and the time-limited protections (`protected_at`,
+`protected_until`: exemption, minimum runtime, 24 h cap). The kernel is compiled with the loop
+(`gpuq._native`), so these are direct calls on unboxed floats. Times are on the microsecond grid,
+which the model's datetimes hold exactly, so the simulator and the policy engine judge the same
+floats.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gpuq.model import DAY_S, JobClass
+from gpuq.model import JobClass
 from gpuq.policy.config import Policy
-from gpuq.policy.rules import effective_priority_of, over_urgent_quota, requester_priority_of, too_young
+from gpuq.policy.kernel import (
+    effective_priority_of,
+    gpu_seconds_lost_of,
+    over_urgent_quota,
+    protected_until,
+    requester_priority_of,
+    time_protected,
+    too_young,
+    victim_cost_of,
+)
 from gpuq.sim.jobs import SimJob, on_grid, strictly_after
 
 __all__ = ["ClassInfo", "FastRules"]
@@ -75,35 +81,29 @@ class FastRules:
             self.cinfo[name] = info
         return info
 
-    # ---- inline copies of the kernel (checked by tests/sim/test_rule_copies.py) ----------------
+    # ---- the kernel's rules on a SimJob's fields (compiled together: direct calls) ------------
 
     def queued_priority(self, job: SimJob, now: float) -> float:
-        """`rules.effective_priority_of` for a queued job: urgency, else base plus aging past
-        max_wait (`job.aging`, set when its aging event comes; at that very tick, for a max_wait
-        off the binary grid, `now - qs` may still round just short of it: the kernel's test
-        `overdue > 0` decides)."""
+        """`kernel.effective_priority_of` for a queued job: urgency, else base plus aging past
+        max_wait once its aging event has come (`job.aging`; the queue's groups move a job to its
+        aging line then: before it, its priority is flat. At that very tick, for a max_wait off
+        the binary grid, `now - qs` may still round just short of it: the kernel decides)."""
         if job.urgent:
             return self.urgent
         if job.aging:
             info = self.cinfo[job.cls]
-            max_wait = info.max_wait
-            assert max_wait is not None  # (only a class with a max_wait ages)
-            overdue = now - job.qs - max_wait
-            if overdue > 0:
-                return job.priority + info.rate * overdue / 60.0
+            return effective_priority_of(float(job.priority), urgent=False, urgent_priority=self.urgent,
+                                         waited_s=now - job.qs, max_wait_s=info.max_wait,
+                                         rate_per_min=info.rate)  # fmt: skip
         return float(job.priority)
 
     def running_priority(self, job: SimJob) -> float:
-        """`rules.effective_priority_of` for a running job: urgency, else base plus the aging it
-        had earned when it started; constant for the whole run."""
-        if job.urgent:
-            return self.urgent
+        """`kernel.effective_priority_of` for a running job: urgency, else base plus the aging it
+        had earned when it started (its wait ended as the run began); constant for the whole run."""
         info = self.cinfo[job.cls]
-        if info.max_wait is not None and info.rate > 0 and job.run_start is not None:
-            overdue = job.began - job.qs - info.max_wait  # (its wait ended as the run began)
-            if overdue > 0:
-                return job.priority + info.rate * overdue / 60.0
-        return float(job.priority)
+        return effective_priority_of(float(job.priority), urgent=job.urgent, urgent_priority=self.urgent,
+                                     waited_s=None if job.run_start is None else job.began - job.qs,
+                                     max_wait_s=info.max_wait, rate_per_min=info.rate)  # fmt: skip
 
     def rate_now(self, job: SimJob) -> float:
         """Points a minute a waiting job's priority grows by now: its class's aging rate once it
@@ -111,62 +111,28 @@ class FastRules:
         return self.cinfo[job.cls].rate if job.aging and not job.urgent else 0.0
 
     def lost(self, job: SimJob, now: float) -> float:
-        """`rules.gpu_seconds_lost_of` for a running job: GPU-seconds lost if preempted now."""
+        """`kernel.gpu_seconds_lost_of` for a running job: GPU-seconds lost if preempted now."""
         start: float = job.run_start  # type: ignore[assignment]
-        ran = now - start if now > start else 0.0
-        checkpoint = job.last_checkpoint(now)
-        if checkpoint is not None:
-            since = checkpoint if checkpoint > start else start
-            return job.gpus * (now - since if now > since else 0.0)
         interval = job.ckpt if job.ckpt is not None else self.default_ckpt
-        if interval > 0:
-            return job.gpus * (ran % interval)
-        return job.gpus * ran
+        return gpu_seconds_lost_of(job.gpus, start, job.last_checkpoint(now), interval, now)
 
     def cost(self, job: SimJob, now: float) -> float:
-        """`rules.victim_cost_of` for a running job, at the priority `_arm` fixed (`job.rep`)."""
-        cost = self.lw * self.lost(job, now)
-        if self.pw:
-            cost += self.pw * job.rep
-        return cost
+        """`kernel.victim_cost_of` for a running job, at the priority `_arm` fixed (`job.rep`)."""
+        return victim_cost_of(self.lost(job, now), job.rep, self.lw, self.pw)
 
     def protected_at(self, job: SimJob, now: float) -> bool:
-        """`rules.time_protected` for a running job: exempt, younger than the minimum runtime,
-        or preempted `cap` times in the 24 h up to `now`."""
-        exempt_until = job.exempt_until
-        if exempt_until is not None and exempt_until > now:
-            return True
-        min_runtime = self.min_runtime
-        if min_runtime > 0 and now - (job.began + job.susp) < min_runtime:  # (run time: not suspended)
-            return True
-        cap = self.cap
-        if cap <= 0:
-            return False
-        since = now - DAY_S
-        recent = 0
-        for t in job.preempt_times:
-            if since < t <= now:
-                recent += 1
-        return recent >= cap
+        """`kernel.time_protected` for a running job: exempt, younger than the minimum runtime
+        (run time: time suspended does not count), or preempted `cap` times in the 24 h up to `now`."""
+        return time_protected(exempt_until=job.exempt_until, start=job.began + job.susp,
+                              min_runtime_s=self.min_runtime, preemption_times=job.preempt_times, cap=self.cap,
+                              now=now)  # fmt: skip
 
     def protected_until(self, job: SimJob, now: float) -> float:
-        """`rules.protected_until` for a running job: when its exemption, minimum runtime and
+        """`kernel.protected_until` for a running job: when its exemption, minimum runtime and
         24 h cap have all lapsed as things stand at `now` (0.0: none protects it now)."""
-        start = job.began + job.susp  # (where its run's clock starts: time suspended is not run time)
-        until = 0.0
-        exempt_until = job.exempt_until
-        if exempt_until is not None and exempt_until > now:
-            until = exempt_until
-        min_runtime = self.min_runtime
-        if min_runtime > 0 and now - start < min_runtime:
-            until = max(until, start + min_runtime)
-        cap = self.cap
-        if cap > 0:
-            since = now - DAY_S
-            window = sorted([t for t in job.preempt_times if since < t <= now])
-            if len(window) >= cap:
-                until = max(until, window[len(window) - cap] + DAY_S)
-        return until
+        return protected_until(exempt_until=job.exempt_until, start=job.began + job.susp,
+                               min_runtime_s=self.min_runtime, preemption_times=job.preempt_times, cap=self.cap,
+                               now=now)  # fmt: skip
 
     def protection_end(self, job: SimJob, now: float) -> float:
         """When a running victim stops being protected (0.0 = not protected now): the first tick

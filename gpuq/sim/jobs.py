@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Final
 
 from gpuq.model import JobIdKey, job_id_key
 from gpuq.policy.config import Mode
-from gpuq.policy.rules import gpu_seconds_lost_of
+from gpuq.policy.kernel import gpu_seconds_lost_of
 from gpuq.sim.workload import JobSpec
 
 __all__ = [
@@ -51,7 +51,7 @@ def id_key(job_id: str) -> JobIdKey:
     (every trace's and the demo's) gets the kernel's key here, in compiled code: a call into the
     interpreted kernel per submitted job cost more than the rest of creating the job. Up to 18
     ASCII digits, the number is worked out digit by digit in machine integers (`int()` and
-    `str.isdecimal`, looked up by name, cost more than the rest). tests/sim/test_rule_copies.py
+    `str.isdecimal`, looked up by name, cost more than the rest). tests/sim/test_fastrules.py
     checks this copy against the kernel."""
     if 0 < len(job_id) < 19:
         value = 0

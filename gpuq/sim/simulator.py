@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from gpuq.model import Job, JobClass, Node, Snapshot
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
+from gpuq.policy.kernel import outranks
 from gpuq.sim import actions, convert, stops
 from gpuq.sim import events as event_heap
 from gpuq.sim.aging import AgingLines
@@ -568,7 +569,7 @@ class Simulator:
         if head is None or head.qver != blocked[1]:
             return True
         rules = self.rules
-        return rules.requester_priority(head, self.now, holding(self)) - job.rep > rules.delta
+        return outranks(rules.requester_priority(head, self.now, holding(self)), job.rep, rules.delta)
 
     # ---- the model (`convert`), and what operator actions (`actions`) call -----------------
 

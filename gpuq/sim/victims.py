@@ -9,8 +9,8 @@ multi-node requests by the engine's greedy plan (`greedy_multi_node`). Without `
 policy engine plans on a snapshot of the candidate nodes. With `check_fast_path` (the tests)
 every decision is compared with the engine's on the whole cluster (`check_against_engine`).
 
-The rules these apply come from `FastRules` (inline copies of the kernel, checked by
-tests/sim/test_rule_copies.py); the protections are the moment `FastRules.protection_end`
+The rules these apply are the kernel's (`gpuq.policy.kernel`, compiled with this module), through
+`FastRules` on a SimJob's fields; the protections are the moment `FastRules.protection_end`
 computed with the kernel.
 
 A "no" is remembered (`block`, `still_blocked`): until a job starts that may be a victim at
@@ -27,7 +27,8 @@ from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, Final
 
 from gpuq.model import JobIdKey
-from gpuq.policy.cover import Item, best_single_node
+from gpuq.policy.cover import Item, best_single_node, greedy_cover
+from gpuq.policy.kernel import outranks
 from gpuq.sim.cluster import emptiest_first
 from gpuq.sim.convert import Why, for_job, model_job, planner_snapshot
 from gpuq.sim.fastrules import FastRules
@@ -116,11 +117,13 @@ class VictimIndex:
         return None
 
 
-def crossing(rules: FastRules, head: SimJob, threshold: float, now: float, running: Iterable[SimJob]) -> float:
-    """The first tick after `now` at which an aging head's priority as a requester exceeds
-    `threshold` (inf when it does not age; `running`: the jobs holding GPUs, for an urgent head's
-    quota). The straight line's arithmetic may land a tick or so off; the kernel's own priority
-    settles the tick, so the moment is the same whenever it is worked out."""
+def crossing(rules: FastRules, head: SimJob, victim_priority: float, now: float, running: Iterable[SimJob]) -> float:
+    """The first tick after `now` at which an aging head outranks a victim of `victim_priority`
+    by more than Δ as a requester (inf when it does not age; `running`: the jobs holding GPUs,
+    for an urgent head's quota). The straight line's arithmetic may land a tick or so off; the
+    kernel's own Δ trigger on the head's priority settles the tick, so the moment is the same
+    whenever it is worked out."""
+    threshold = victim_priority + rules.delta
     unurgent = head.urgent and not rules.urgency_counts(head, running)
     if unurgent:
         # Over its tenant's quota an urgent head is ranked without its urgency, and that
@@ -137,7 +140,8 @@ def crossing(rules: FastRules, head: SimJob, threshold: float, now: float, runni
             return _INF
         head_ep = rules.queued_priority(head, now)
         when = strictly_after(max(now + (threshold - head_ep) * 60.0 / head_rate, now))
-    return first_tick_past(when, now, lambda t: _ranked(rules, head, t, unurgent) > threshold)
+    delta = rules.delta
+    return first_tick_past(when, now, lambda t: outranks(_ranked(rules, head, t, unurgent), victim_priority, delta))
 
 
 def _ranked(rules: FastRules, head: SimJob, when: float, unurgent: bool) -> float:
@@ -159,20 +163,6 @@ def _single_key(cost: float, job: SimJob) -> tuple[float, float, float, JobIdKey
     return (round(cost, 6), job.rep, -job.began, job.idkey)
 
 
-# The orders of the engine's multi-node plan (`engine._plan_multi`), on (cost, job) pairs.
-def _per_gpu_order(item: tuple[float, SimJob]) -> tuple[float, int, JobIdKey]:
-    cost, job = item
-    return (cost / job.gpus, -job.gpus, job.idkey)
-
-
-def _dearest_first(item: tuple[float, SimJob]) -> tuple[float, JobIdKey]:
-    return (-item[0], item[1].idkey)
-
-
-def _cheapest_first(item: tuple[float, SimJob]) -> tuple[float, JobIdKey]:
-    return (item[0], item[1].idkey)
-
-
 def scan(sim: Simulator, head: SimJob, head_ep: float, now: float) -> tuple[list[SimJob], float]:
     """Running jobs the head may preempt now; and the next time that may change.
 
@@ -189,7 +179,7 @@ def scan(sim: Simulator, head: SimJob, head_ep: float, now: float) -> tuple[list
         if job.counted is None:  # (saving for a graceful preemption, or of a class not preemptible)
             continue
         job_ep = job.rep
-        if not head_ep - job_ep > delta:
+        if not outranks(head_ep, job_ep, delta):
             if job_ep < nearest:
                 nearest = job_ep
             continue
@@ -200,7 +190,7 @@ def scan(sim: Simulator, head: SimJob, head_ep: float, now: float) -> tuple[list
             continue
         eligible.append(job)
     if nearest < _INF:  # (an aging head passes the lowest of them first)
-        unlock = min(unlock, crossing(sim.rules, head, nearest + delta, now, holding(sim)))
+        unlock = min(unlock, crossing(sim.rules, head, nearest, now, holding(sim)))
     return eligible, unlock
 
 
@@ -222,12 +212,11 @@ def cheapest_single(sim: Simulator, head_ep: float, now: float) -> tuple[SimJob,
         if early and best is not None and lw * (now - start) > best_cost + _NEAR:
             break
         job_ep = job.rep
-        if job.counted is None or not head_ep - job_ep > delta:
+        if job.counted is None or not outranks(head_ep, job_ep, delta):
             continue
         if (job.prot if job.prot >= 0 else sim.rules.prot_of(job, now)) > now:
             continue
-        # (without checkpoints anywhere, lost work is just GPUs × run time: `FastRules.lost`)
-        cost = lw * (job.gpus * (now - start if now > start else 0.0)) if early else rules.cost(job, now)
+        cost = rules.cost(job, now)
         # Costs further apart than _NEAR order the same rounded (rounding is slow); nearer
         # ones are ordered by the engine's whole key.
         if best is None or cost < best_cost - _NEAR or (
@@ -343,30 +332,17 @@ def exact_single_node(sim: Simulator, head: SimJob, nodes: list[int], per_node: 
 
 
 def greedy_multi_node(sim: Simulator, head: SimJob, eligible: list[SimJob], now: float) -> Choice:
-    """The engine's multi-node plan (`engine._plan_multi`) on plain numbers; the caller has made
-    sure the eligible victims free enough GPUs.
-
-    Eligible victims in order of cost per GPU (more GPUs first, then id) until enough GPUs are
-    free; then the ones that turned out redundant dropped, most expensive first; the job goes
-    to the nodes with the most free GPUs. Every node takes work in the simulator, so a victim
-    frees all its GPUs.
-    """
+    """The engine's multi-node plan (`engine._plan_multi`: the greedy plan of `cover.greedy_cover`)
+    on plain numbers; the caller has made sure the eligible victims free enough GPUs. The job
+    goes to the nodes with the most free GPUs. Every node takes work in the simulator, so a victim
+    frees all its GPUs."""
     gpus = sim.gpus
-    need = head.gpus - gpus.total_free
     rules = sim.rules
-    costed = [(rules.cost(job, now), job) for job in eligible]
-    costed.sort(key=_per_gpu_order)
-    picked: list[tuple[float, SimJob]] = []
-    freed = 0
-    for item in costed:
-        if freed >= need:
-            break
-        picked.append(item)
-        freed += item[1].gpus
-    for item in sorted(picked, key=_dearest_first):
-        if freed - item[1].gpus >= need:
-            picked.remove(item)
-            freed -= item[1].gpus
+    greedy = greedy_cover([(rules.cost(job, now), job.gpus, job.idkey, job.id) for job in eligible],
+                          head.gpus - gpus.total_free)  # fmt: skip
+    assert greedy is not None  # (the caller has made sure)
+    running = sim.running
+    picked = [(share[0], running[share[3]]) for share in greedy[0]]  # (cheapest first, then by id)
     free_after = list(gpus.free_n)
     for _, job in picked:
         for i, n in job.place:
@@ -378,7 +354,6 @@ def greedy_multi_node(sim: Simulator, head: SimJob, eligible: list[SimJob], now:
             break
         nodes.append(gpus.names[i])
         total += free_after[i]
-    picked.sort(key=_cheapest_first)
     choice: Choice = ([(job, cost) for cost, job in picked], tuple(sorted(nodes)))
     if sim.check_fast_path:
         check_against_engine(sim, head, now, choice)
@@ -391,7 +366,7 @@ def outranks_nobody(sim: Simulator, head: SimJob) -> bool:
     if head.urgent or head.aging or sim.queue.aging_groups:
         return False
     lowest = sim.victims.lowest()
-    return lowest is None or not head.priority - lowest > sim.rules.delta
+    return lowest is None or not outranks(head.priority, lowest, sim.rules.delta)
 
 
 def block(sim: Simulator, head: SimJob) -> None:
@@ -432,7 +407,7 @@ def freed_node_holds(sim: Simulator, head: SimJob) -> bool:
     for i in sim.freed:
         room = free_n[i]
         for job, n in sim.on_node[i].items():
-            if job.counted is not None and head_ep - job.rep > delta and sim.rules.prot_of(job, now) <= now:
+            if job.counted is not None and outranks(head_ep, job.rep, delta) and sim.rules.prot_of(job, now) <= now:
                 room += n
         if room >= need:
             return True
@@ -446,8 +421,8 @@ def decide(sim: Simulator, head: SimJob, now: float) -> tuple[Choice | None, flo
     lowest = sim.victims.lowest()
     if lowest is None:
         return None, _INF
-    if not head_ep - lowest > rules.delta:  # nobody running is low enough
-        return None, crossing(rules, head, lowest + rules.delta, now, holding(sim))
+    if not outranks(head_ep, lowest, rules.delta):  # nobody running is low enough
+        return None, crossing(rules, head, lowest, now, holding(sim))
     gpus = sim.gpus
     need = head.gpus
     if need == 1 and sim.fast_path:

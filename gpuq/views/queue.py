@@ -17,7 +17,7 @@ import msgspec
 
 from gpuq.errors import BadInput
 from gpuq.model import DAY_S, QUEUED_STATES, Job, JobClass, JobState, Snapshot, job_id_key
-from gpuq.policy.rules import effective_priority
+from gpuq.policy.kernel import effective_priority_of
 from gpuq.service import Cluster
 from gpuq.sla import AT_RISK_SHARE
 from gpuq.views.pacing import no_pause, paced
@@ -350,11 +350,10 @@ def queue_rows(
     resolved: dict[str, tuple[JobClass, float | None, float | None, float, float]] = {}
     pending = JobState.PENDING
     ok, at_risk, breach, no_target = SlaStatus.OK, SlaStatus.AT_RISK, SlaStatus.BREACH, SlaStatus.NONE
-    # This loop runs once per job, 200,000 times on a large cluster, so it keeps inline copies of
-    # three rules: the wait (Job.wait_s), the effective priority of a pending or urgent job
-    # (rules.effective_priority: aging on the same floats in the same order) and `sla_status`;
-    # tests/policy/test_rule_copies.py checks them against the originals. A started job that had
-    # earned aging asks the kernel itself.
+    # This loop runs once per job, 200,000 times on a large cluster: it gives the kernel's
+    # effective priority its numbers itself (as `rules.effective_priority` would: the wait so far
+    # of a pending job, the wait up to the start of one that started), and keeps inline copies of
+    # the wait (Job.wait_s) and `sla_status`, which tests/policy/test_rule_numbers.py checks.
     jobs = snapshot.jobs
     for job in paced(jobs, pause, PAUSE_EVERY):
         state = job.state
@@ -376,22 +375,19 @@ def queue_rows(
         cls, max_wait, target, risk, rate = found
         since = job.eligible_time or job.submit_time
         start = job.start_time
-        effective = urgent_priority if job.urgent else float(job.priority)
+        waited: float | None
         if start is not None:
             wait: float | None = (start - since).total_seconds()
             if wait < 0:  # type: ignore[operator]
                 wait = 0.0
-            if max_wait is not None and not job.urgent and wait > max_wait:  # type: ignore[operator]
-                effective = effective_priority(job, cls, policy, now)  # aging it had earned by its start
+            waited = start.timestamp() - since.timestamp()  # (keeps the aging it had earned by its start)
         elif state is pending:
             waited = now - since.timestamp()
-            if max_wait is not None and not job.urgent:
-                overdue = waited - max_wait
-                if overdue > 0:
-                    effective += rate * overdue / 60.0
             wait = waited if waited > 0 else 0.0
         else:
-            wait = None
+            wait = waited = None
+        effective = effective_priority_of(float(job.priority), urgent=job.urgent, urgent_priority=urgent_priority,
+                                          waited_s=waited, max_wait_s=max_wait, rate_per_min=rate)  # fmt: skip
         times = job.preemption_times
         recent = sum(1 for t in times if day_ago < t.timestamp() <= now) if times else 0
         if target is None or wait is None:

@@ -1,17 +1,17 @@
-"""The simulator's inline copies of policy rules compute exactly what the rule kernel does.
+"""The simulator reads a `SimJob`'s fields into the rule kernel's arguments as the policy reads
+a model job's.
 
-`gpuq.sim.fastrules.FastRules` keeps, for the event loop, copies of three rules on a `SimJob`'s
-own fields: a queued job's effective priority (`queued_priority`), a running job's
-(`running_priority`, which `Simulator.arm` fixes as `job.rep`), and the GPU-seconds a
-preemption loses (`lost`, weighed by `cost`); and `gpuq.sim.jobs.id_key`, the job-id order for
-ids of digits alone. Here each is compared, with `==` on the floats,
-with the `gpuq.policy.rules` function called on the same plain numbers, over a few thousand
-seeded, generated jobs and policies: urgent or not, classes with and without max_wait and with
-and without aging, jobs that report checkpoints and jobs that fall back to the default interval,
-all times on the simulator's microsecond grid and many of them a tick away from a rule's
-boundary. What calls the kernel itself (the requester's urgent quota, the end of the
-protections) is checked for putting the kernel's numbers together as the kernel says.
-(The policy engine's and queue view's copies: tests/policy/test_rule_copies.py.)
+`gpuq.sim.fastrules.FastRules` applies the kernel (`gpuq.policy.kernel`, the one definition of
+each rule) to a SimJob's own fields: a queued job's effective priority (`queued_priority`), a
+running job's (`running_priority`, which `Simulator.arm` fixes as `job.rep`), the GPU-seconds a
+preemption loses (`lost`, weighed by `cost`), the time-limited protections; and
+`gpuq.sim.jobs.id_key` is the job-id order for ids of digits alone. Each is checked here, with
+`==` on the floats, against the kernel given the numbers as the model states them (the wait up
+to the start, the run clock net of suspensions, the job's own checkpoint interval before the
+default) over a few thousand seeded, generated jobs and policies: urgent or not, classes with and
+without max_wait and with and without aging, jobs that report checkpoints and jobs that fall
+back to the default interval, all times on the simulator's microsecond grid and many of them a
+tick away from a rule's boundary.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ import pytest
 
 from gpuq.model import DAY_S, JobClass, job_id_key
 from gpuq.policy.config import ClassPolicy, Policy
-from gpuq.policy.rules import (
+from gpuq.policy.kernel import (
     effective_priority_of,
     gpu_seconds_lost_of,
+    outranks,
     protected_until,
     requester_priority_of,
     time_protected,
@@ -357,7 +358,7 @@ def test_protection_end_is_the_first_tick_the_kernel_does_not_protect() -> None:
     assert protected
 
 
-def test_an_aging_head_passes_a_threshold_at_the_kernels_first_tick_whenever_it_is_asked() -> None:
+def test_an_aging_head_comes_to_outrank_a_victim_at_the_kernels_first_tick_whenever_it_is_asked() -> None:
     rng = random.Random(SEED + 5)
     running = [job for _, _, job, _ in RUNNING_JOBS]
     asked = over_quota = 0
@@ -374,16 +375,18 @@ def test_an_aging_head_passes_a_threshold_at_the_kernels_first_tick_whenever_it_
         if rate <= 0:
             assert crossing(rules, job, 1e9, now, holding) == math.inf
             continue
-        threshold = rules.requester_priority(job, now, holding) + rng.choice([0.0, 1e-9, 0.5, 17.3, 1000.0])
-        when = crossing(rules, job, threshold, now, holding)
+        # a victim the head outranks by exactly Δ now, or by a little less
+        victim = rules.requester_priority(job, now, holding) - rules.delta + rng.choice([0.0, 1e-9, 0.5, 17.3, 1000.0])
+        when = crossing(rules, job, victim, now, holding)
         assert when > now and when == on_grid(when)
-        assert rules.requester_priority(job, when, holding) > threshold, (job.id, now, when)
+        assert outranks(rules.requester_priority(job, when, holding), victim, rules.delta), (job.id, now, when)
         before = (round(when * 1e6) - 1) / 1e6
-        assert before <= now or not rules.requester_priority(job, before, holding) > threshold, (job.id, now, when)
+        earlier = rules.requester_priority(job, before, holding)
+        assert before <= now or not outranks(earlier, victim, rules.delta), (job.id, now, when)
         for later in (near(rng, now + (when - now) * f) for f in (0.25, 0.5, 0.9)):  # asked again, later
             if now <= later < when:
                 asked += 1
-                assert crossing(rules, job, threshold, later, holding) == when, (job.id, now, later, when)
+                assert crossing(rules, job, victim, later, holding) == when, (job.id, now, later, when)
     assert asked > 100 and over_quota > 10, (asked, over_quota)
 
 

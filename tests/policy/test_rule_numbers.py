@@ -1,8 +1,11 @@
-"""The inline copies of policy rules kept in hot loops compute exactly what the rule kernel does.
+"""The engine's victim numbers and the queue view's rows apply the rule kernel to the numbers
+the model states.
 
-The engine's node bound costs the commonest victim inline, and the queue view derives waits and
-effective priorities inline, for speed on 200,000-job snapshots; here both are compared with
-`gpuq.policy.rules` over generated jobs. (The simulator's copies: tests/sim/test_rule_copies.py.)
+The engine's node bound takes each candidate's cost and Δ verdict from `_Context.quick_numbers`
+(which skips the protections that cannot apply under a policy without time-limited ones), and the
+queue view hands the kernel each job's wait itself and keeps inline copies of the wait and the SLA
+status, for speed on 200,000-job snapshots; here both are compared with the job-level rules
+(`gpuq.policy.rules`) over generated jobs.
 """
 
 from __future__ import annotations
