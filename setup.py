@@ -1,5 +1,5 @@
-"""Build hook: compile the simulator's event loop (and the exact victim search it shares with the
-policy engine) with mypyc when a C compiler is at hand, and
+"""Build hook: compile the simulator's event loop (and the rule kernel and victim search it
+shares with the policy engine) with mypyc when a C compiler is at hand, and
 carry the console's built-in themes (top-level `themes/*.toml`) into the package.
 
 Everything is declared in pyproject.toml; this file only adds the optional native modules and

@@ -21,6 +21,8 @@ from gpuq.model import DAY_S
 
 __all__ = [
     "aged_priority",
+    "aged_to",
+    "aging_intercept",
     "capped",
     "effective_priority_of",
     "exempt",
@@ -40,6 +42,19 @@ __all__ = [
 def aged_priority(priority: float, overdue_s: float, rate_per_min: float) -> float:
     """Aging: `rate_per_min` points per minute waited beyond the class's max_wait."""
     return priority + rate_per_min * overdue_s / 60.0 if overdue_s > 0 else priority
+
+
+def aging_intercept(priority: float, aging_from: float, rate_per_min: float) -> float:
+    """`aged_priority` as a line in time: from `aging_from` (queued since + max_wait) on, the
+    priority at time t is this intercept plus `rate_per_min * t / 60`. Jobs that age at one rate
+    keep the order of their intercepts (the simulator's queue keys its aging heaps on it)."""
+    return priority - rate_per_min * aging_from / 60.0
+
+
+def aged_to(priority: float, aging_from: float, rate_per_min: float, target: float) -> float:
+    """When a priority aging at `rate_per_min` from `aging_from` reaches `target`: a straight
+    line's moment, which floats may put a tick off (the caller settles the tick with the rule)."""
+    return aging_from + (target - priority) * 60.0 / rate_per_min
 
 
 def effective_priority_of(

@@ -17,6 +17,7 @@ from functools import partial
 from heapq import heappop, heappush
 
 from gpuq.model import JobIdKey
+from gpuq.policy.kernel import aging_intercept
 from gpuq.sim.jobs import SimJob, first_tick_past, strictly_after
 
 __all__ = ["EpFn", "PendingQueue"]
@@ -81,7 +82,7 @@ class PendingQueue:
                 self._list.append(group)
                 self.aging_groups += rate > 0
         if rate > 0:
-            intercept = static_priority - rate * (job.qs + max_wait) / 60.0
+            intercept = aging_intercept(static_priority, job.qs + max_wait, rate)
             heappush(group.heap, (-intercept, job.qs, job.idkey, job.qver, job))
         else:
             heappush(group.heap, (-static_priority, job.qs, job.idkey, job.qver, job))

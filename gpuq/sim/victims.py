@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 
 from gpuq.model import JobIdKey
 from gpuq.policy.cover import Item, best_single_node, greedy_cover
-from gpuq.policy.kernel import outranks
+from gpuq.policy.kernel import aged_to, outranks
 from gpuq.sim.cluster import emptiest_first
 from gpuq.sim.convert import Why, for_job, model_job, planner_snapshot
 from gpuq.sim.fastrules import FastRules
@@ -132,14 +132,14 @@ def crossing(rules: FastRules, head: SimJob, victim_priority: float, now: float,
         info = rules.cinfo[head.cls]
         if info.max_wait is None or info.rate <= 0:
             return _INF
-        line = head.qs + info.max_wait + (threshold - head.priority) * 60.0 / info.rate
+        line = aged_to(head.priority, head.qs + info.max_wait, info.rate, threshold)
         when = strictly_after(max(line, now))
     else:
         head_rate = rules.rate_now(head)
         if head_rate <= 0:
             return _INF
         head_ep = rules.queued_priority(head, now)
-        when = strictly_after(max(now + (threshold - head_ep) * 60.0 / head_rate, now))
+        when = strictly_after(max(aged_to(head_ep, now, head_rate, threshold), now))
     delta = rules.delta
     return first_tick_past(when, now, lambda t: outranks(_ranked(rules, head, t, unurgent), victim_priority, delta))
 
