@@ -5,12 +5,13 @@ from __future__ import annotations
 import heapq
 import math
 import operator
+import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from functools import partial
-from itertools import compress
+from itertools import compress, islice
 from typing import Any, NamedTuple
 
 import msgspec
@@ -18,6 +19,7 @@ import msgspec
 from gpuq.errors import BadInput
 from gpuq.model import DAY_S, QUEUED_STATES, Job, JobClass, JobState, Snapshot, job_id_key
 from gpuq.policy.kernel import effective_priority_of
+from gpuq.policy.order import TieField, tie_field
 from gpuq.service import Cluster
 from gpuq.sla import AT_RISK_SHARE
 from gpuq.views.pacing import no_pause, paced
@@ -38,6 +40,7 @@ __all__ = [
     "queue_view",
     "sla_status",
     "sort_rows",
+    "tie_of",
 ]
 
 STATE_NAMES = tuple(s.value for s in JobState)
@@ -174,6 +177,19 @@ def parse_sort(values: Sequence[str]) -> tuple[SortKey, ...]:
 
 #: (in C: the console sorts 200,000 rows by it on every refresh)
 _submit: Callable[[QueueRow], datetime] = operator.attrgetter("job.submit_time")
+#: a row's tie time, by `gpuq.policy.order.tie_field`
+_TIE_TIMES: dict[TieField, Callable[[QueueRow], datetime]] = {
+    "submit_time": _submit, "queued_since": operator.attrgetter("job.queued_since"),
+}  # fmt: skip
+_job_id: Callable[[QueueRow], str] = operator.attrgetter("job.id")
+
+
+def _id_key(row: QueueRow) -> Any:
+    return job_id_key(row.job.id)
+
+
+def _id_number(row: QueueRow) -> int:
+    return int(row.job.id)
 
 
 def _class_rank(ranks: dict[str, int]) -> Callable[[QueueRow], Any]:
@@ -195,7 +211,7 @@ SORT_KEYS: dict[str, Callable[[QueueRow], Any]] = {
     "gpus": operator.attrgetter("job.gpus"),
     "submit": _submit,
     "preemptions": lambda r: (r.preemptions_24h, r.preemptions),
-    "id": lambda r: job_id_key(r.job.id),
+    "id": _id_key,
     "user": operator.attrgetter("job.user"),
     "tenant": operator.attrgetter("job.tenant"),
     "class": _class_rank({}),
@@ -205,17 +221,89 @@ SORT_KEYS: dict[str, Callable[[QueueRow], Any]] = {
 
 def sort_rows(
     rows: list[QueueRow], keys: Sequence[SortKey] = DEFAULT_SORT, reverse: bool = False,
-    class_ranks: dict[str, int] | None = None, pause: Callable[[], None] = no_pause,
+    class_ranks: dict[str, int] | None = None, pause: Callable[[], None] = no_pause, *,
+    tie: TieField,
 ) -> None:  # fmt: skip
-    """Sort by `keys` in turn; ties go to the earliest submitted, then the snapshot's order.
+    """Sort by `keys` in turn; ties go to the earlier tie time (`tie`, the snapshot's
+    `gpuq.policy.order.tie_field`), then gpuq's job-id order, never to the rows' order.
     `reverse` turns every direction round (ties included). `class_ranks`: class -> priority.
     `pause` is called between the passes (the console's worker steps aside there)."""
+    # One stable pass per key, the least significant first: a quicker form of one sort by the
+    # key (*keys, tie time, job_id_key), which under the default keys is the queue's order,
+    # `gpuq.policy.order.pending_order` (tests/views/test_queue_order.py checks they agree).
     sort = rows.sort if pause is no_pause else partial(_paced_sort, rows, pause=pause)
-    sort(key=_submit, reverse=reverse)
+    _sort_by_tie(rows, _TIE_TIMES[tie], reverse, sort, pause)
     for name, descending in reversed(keys or DEFAULT_SORT):
         pause()
         key = _class_rank(class_ranks or {}) if name == "class" else SORT_KEYS[name]
         sort(key=key, reverse=descending != reverse)
+
+
+def tie_of(snapshots: Sequence[Snapshot]) -> TieField:
+    """The tie time of one order over the rows of `snapshots` (a console's clusters together):
+    their own where they agree (`gpuq.policy.order.tie_field`), else gpuq's, the queued-since time."""
+    ties = {tie_field(s) for s in snapshots}
+    return ties.pop() if len(ties) == 1 else "queued_since"
+
+
+#: ids that `_sort_by_tie` may sort as the numbers they are: decimal, no leading zero, and
+#: below 2**53 (exact as the floats `_paced_sort` sorts); one per line
+_PLAIN_IDS = re.compile(r"(?:[1-9][0-9]{0,14}\n)*")
+
+
+def _sort_by_tie(rows: list[QueueRow], tie: Callable[[QueueRow], datetime], reverse: bool,
+                 sort: Callable[..., None], pause: Callable[[], None]) -> None:  # fmt: skip
+    """`sort` by the tie time (`tie`), then gpuq's job-id order (`job_id_key`), without a key
+    per row where it can (200,000 keys cost more than the rest of the sort)."""
+    ids = list(map(_job_id, rows))
+    if _PLAIN_IDS.fullmatch("\n".join(ids) + "\n") is not None:
+        # Plain numbers (Slurm's, most snapshots'): by the number first, the same order; rows
+        # already in it (a snapshot lists its jobs by id, up or down) are left or turned round.
+        numbers = list(map(int, ids))
+        if all(map(operator.lt if reverse else operator.gt, numbers, islice(numbers, 1, None))):
+            rows.reverse()  # (distinct ids: the reverse of one order is the other)
+        elif not all(map(operator.gt if reverse else operator.lt, numbers, islice(numbers, 1, None))):
+            sort(key=_id_number, reverse=reverse)
+        pause()
+        sort(key=tie, reverse=reverse)
+        return
+    # Other ids (Kubernetes' namespace/name): by the tie time, then only the runs of rows of one
+    # tie time put in id order (most are one row long).
+    sort(key=tie, reverse=reverse)
+    times = list(map(tie, rows))
+    runs: list[list[int]] = []
+    for i in compress(range(1, len(rows)), map(operator.eq, times, islice(times, 1, None))):
+        if runs and runs[-1][1] == i:
+            runs[-1][1] = i + 1
+        else:
+            runs.append([i - 1, i + 1])
+    pause()
+    for first, end in runs:
+        rows[first:end] = sorted(rows[first:end], key=_id_text, reverse=reverse)
+
+
+_DIGIT_RUNS = re.compile(r"(\d+)")
+
+
+def _id_text(row: QueueRow) -> str:
+    """`job_id_key`'s order as one text (no tuples: nothing the cyclic collector tracks): each
+    number as its digit count and digits, each text after \\x02 and ended by NUL (with NUL and
+    \\x01 in it escaped), then NUL and the id. tests/views/test_queue_sort.py checks it against
+    `job_id_key`."""
+    job_id = row.job.id
+    parts = []
+    for chunk in _DIGIT_RUNS.split(job_id):
+        if not chunk:
+            continue
+        if chunk.isdecimal():
+            digits = str(int(chunk)) if len(chunk) < 300 else ""  # ("": too long, after every number)
+            parts.append(f"\x01{chr(len(digits) or 300)}{digits}")
+        else:
+            if "\x00" in chunk or "\x01" in chunk:
+                chunk = chunk.replace("\x01", "\x01\x02").replace("\x00", "\x01\x01")
+            parts.append(f"\x02{chunk}\x00")
+    parts.append(f"\x00{job_id}")
+    return "".join(parts)
 
 
 #: rows above which `_paced_sort` sorts aside (below, one sort is shorter than a frame)
@@ -270,12 +358,12 @@ _NUMERIC_KEYS: dict[str, Callable[[QueueRow], float]] = {
 }
 
 
-def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
-               reverse: bool = False) -> list[QueueRow] | None:  # fmt: skip
-    """The first `count` of `rows` in the order `sort_rows(rows, keys, reverse)` gives them, found
-    without sorting them all (a console's first screen of a large queue need not wait for the
-    whole sort). None where a key orders by names (id, user, tenant, class) or `reverse` turns
-    the submit-time tie-break round: only the full sort orders those."""
+def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int, reverse: bool = False, *,
+               tie: TieField) -> list[QueueRow] | None:  # fmt: skip
+    """The first `count` of `rows` in the order `sort_rows(rows, keys, reverse, tie=tie)` gives
+    them, found without sorting them all (a console's first screen of a large queue need not wait
+    for the whole sort). None where a key orders by names (id, user, tenant, class) or `reverse`
+    turns the tie-breaks round: only the full sort orders those."""
     if reverse:
         return None
     levels: list[tuple[Callable[[QueueRow], float], bool]] = []
@@ -284,30 +372,36 @@ def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
         if number is None:
             return None
         levels.append((number, descending))
-    chosen = _first_positions(rows, range(len(rows)), levels, count)
+    chosen = _first_positions(rows, range(len(rows)), levels, count, _TIE_TIMES[tie])
     if chosen is None:
         return None
-    # The chosen rows in the rows' order, then put in the sort's order by the sort itself: a
-    # stable sort of these few rows gives them as it gives them among all.
-    top = [rows[i] for i in sorted(chosen)]
-    sort_rows(top, keys)
+    # The chosen rows put in the sort's order by the sort itself (a total order: the same among
+    # these few rows as among all).
+    top = [rows[i] for i in chosen]
+    sort_rows(top, keys, tie=tie)
     return top
 
 
 def _first_positions(rows: Sequence[QueueRow], positions: Sequence[int],
                      levels: Sequence[tuple[Callable[[QueueRow], float], bool]],
-                     count: int) -> list[int] | None:  # fmt: skip
-    """The positions of the first `count` of `rows` (at `positions`, in the rows' order) by
-    `levels` in turn, then the submit time, then the rows' order. One key per pass: the rows
-    before the `count`-th one's value are in, those after it out, and only those that share its
-    value go on to the next key (few, past the first keys). None on a value that is no number
-    (NaN: the sorts' order among NaNs is their own)."""
+                     count: int, tie: Callable[[QueueRow], datetime]) -> list[int] | None:  # fmt: skip
+    """The positions of the first `count` of `rows` (at `positions`) by `levels` in turn, then
+    the tie time (`tie`), then the job id. One key per pass: the rows before the `count`-th one's
+    value are in, those after it out, and only those that share its value go on to the next key
+    (few, past the first keys). None on a value that is no number (NaN: the sorts' order among
+    NaNs is their own)."""
     if count <= 0:
         return []
     if len(rows) <= count:
         return list(positions)
-    if not levels:  # the tie-breaks: submit time, then the rows' order (`nsmallest` is stable)
-        return [positions[k] for k in heapq.nsmallest(count, range(len(rows)), key=lambda k: _submit(rows[k]))]
+    if not levels:  # the tie-breaks: the tie time, then the id (a total order: the last pass)
+        times = list(map(tie, rows))
+        last = heapq.nsmallest(count, times)[-1]
+        earlier = list(compress(positions, [t < last for t in times]))
+        at_last = [t == last for t in times]
+        by_id = heapq.nsmallest(count - len(earlier), zip(compress(rows, at_last), compress(positions, at_last),
+                                strict=True), key=lambda pair: job_id_key(pair[0].job.id))  # fmt: skip
+        return earlier + [position for _, position in by_id]
     number, descending = levels[0]
     values = list(map(number, rows))
     if any(map(math.isnan, values)):
@@ -316,7 +410,7 @@ def _first_positions(rows: Sequence[QueueRow], positions: Sequence[int],
     ahead = list(compress(positions, [v > cut for v in values] if descending else [v < cut for v in values]))
     tied = [v == cut for v in values]
     rest = _first_positions(list(compress(rows, tied)), list(compress(positions, tied)), levels[1:],
-                            count - len(ahead))  # fmt: skip
+                            count - len(ahead), tie)  # fmt: skip
     return None if rest is None else ahead + rest
 
 
@@ -396,13 +490,14 @@ def queue_rows(
             status = breach if wait > target else at_risk if wait >= risk else ok
         append(QueueRow(job, wait, effective, len(times), recent, status))
     ranks = {name: found[0].priority for name, found in resolved.items()}
+    tie = tie_field(snapshot)
     pause()
     if first is not None and len(rows) > FIRST_AFTER:
-        top = first_rows(rows, wanted.sort, FIRST_ROWS, wanted.reverse)
+        top = first_rows(rows, wanted.sort, FIRST_ROWS, wanted.reverse, tie=tie)
         if top is not None:
             first(top, len(rows))
             pause()
-    sort_rows(rows, wanted.sort, wanted.reverse, ranks, pause)
+    sort_rows(rows, wanted.sort, wanted.reverse, ranks, pause, tie=tie)
     return rows
 
 

@@ -1,5 +1,6 @@
-"""`sort_rows`: several keys in turn, `-key` descending, ties to the earliest submitted, classes
-by rank; checked against a plain comparison sort written independently."""
+"""`sort_rows`: several keys in turn, `-key` descending, ties to the earlier tie time then the
+job id (never the rows' order), classes by rank; checked against a plain comparison sort written
+independently, under both tie times (Slurm's submit time, gpuq's queued-since time)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuq.errors import BadInput
-from gpuq.model import JobState
+from gpuq.model import JobState, job_id_key
+from gpuq.policy.order import TieField
 from gpuq.views import queue as q
 from tests.factories import make_job
 from tests.properties import examples
@@ -20,8 +22,18 @@ from tests.properties import examples
 RANKS = {"urgent": 1000, "normal": 100, "low": 10}
 
 
-def _row(i: int, eff: float, submit: float, gpus: int, cls: str, user: str) -> q.QueueRow:
-    job = make_job(str(i), "n", user, "t", cls, 1, JobState.PENDING, submit, gpus)
+#: ids of every shape: plain numbers (sorted as numbers), array tasks, leading zeros, text, and
+#: numbers too long for a float
+_IDS = st.one_of(
+    st.integers(1, 40).map(str),
+    st.sampled_from(["7", "007", "12_1", "12_2", "12_10", "a1", "job-3", "999999999999999", "1234567890123456"]),
+)
+TIES: list[TieField] = ["submit_time", "queued_since"]
+
+
+def _row(job_id: str, eff: float, submit: float, gpus: int, cls: str, user: str,
+         eligible: float | None = None) -> q.QueueRow:  # fmt: skip
+    job = make_job(job_id, "n", user, "t", cls, 1, JobState.PENDING, submit, gpus, eligible_time=eligible)
     return q.QueueRow(job, None, eff, 0, 0, q.SlaStatus.NONE)
 
 
@@ -32,55 +44,69 @@ def _value(row: q.QueueRow, name: str) -> Any:
             "submit": row.job.submit_time}[name]  # fmt: skip
 
 
-def _reference(rows: list[q.QueueRow], keys: tuple[q.SortKey, ...], reverse: bool) -> list[str]:
-    order = {id(r): n for n, r in enumerate(rows)}
-
+def _reference(rows: list[q.QueueRow], keys: tuple[q.SortKey, ...], reverse: bool, tie: TieField) -> list[str]:
     def compare(a: q.QueueRow, b: q.QueueRow) -> int:
-        for name, descending in (*keys, q.SortKey("submit", False)):
-            x, y = _value(a, name), _value(b, name)
+        pairs = [(_value(a, name), _value(b, name), descending) for name, descending in keys]
+        pairs.append((getattr(a.job, tie), getattr(b.job, tie), False))
+        pairs.append((job_id_key(a.job.id), job_id_key(b.job.id), False))
+        for x, y, descending in pairs:
             if x != y:
                 smaller = -1 if x < y else 1
                 return -smaller if descending != reverse else smaller
-        return order[id(a)] - order[id(b)]  # stable: the snapshot's order
+        return 0
 
     return [r.job.id for r in sorted(rows, key=functools.cmp_to_key(compare))]
 
 
-#: rows as (effective, submit, gpus, class, user), with many ties
+#: rows as (id, effective, submit, gpus, class, user, eligible), with many ties
 _SPECS = st.lists(
-    st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
-              st.sampled_from(["urgent", "normal", "low", "adhoc"]), st.sampled_from(["ann", "bo"])),
-    max_size=25,
+    st.tuples(_IDS, st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
+              st.sampled_from(["urgent", "normal", "low", "adhoc"]), st.sampled_from(["ann", "bo"]),
+              st.sampled_from([None, 5.0, 25.0])),
+    max_size=25, unique_by=lambda spec: spec[0],
 )  # fmt: skip
+Spec = tuple[str, float, float, int, str, str, float | None]
 
 _KEYS = st.lists(
-    st.tuples(st.sampled_from(["effective", "gpus", "user", "class"]), st.booleans()), min_size=1, max_size=3,
+    st.tuples(st.sampled_from(["effective", "gpus", "user", "class"]), st.booleans()),
+    min_size=1,
+    max_size=3,
     unique_by=lambda k: k[0],
 ).map(lambda ks: tuple(q.SortKey(n, d) for n, d in ks))
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(_SPECS, _KEYS, st.booleans())
+@given(_SPECS, _KEYS, st.booleans(), st.sampled_from(TIES), st.sampled_from(["as drawn", "up", "down"]))
 def test_sort_matches_a_plain_comparison_sort(
-    specs: list[tuple[float, float, int, str, str]], keys: tuple[q.SortKey, ...], reverse: bool
+    specs: list[Spec], keys: tuple[q.SortKey, ...], reverse: bool, tie: TieField, listed: str
 ) -> None:
-    built = [_row(i, *spec) for i, spec in enumerate(specs)]
+    """Rows listed as drawn, or by id up or down (as snapshots list them: the id pass's quick
+    paths), sort as the comparison sort does."""
+    built = [_row(*spec) for spec in specs]
+    if listed != "as drawn":
+        built.sort(key=lambda r: job_id_key(r.job.id), reverse=listed == "down")
     got = list(built)
-    q.sort_rows(got, keys, reverse, RANKS)
-    assert [r.job.id for r in got] == _reference(built, keys, reverse)
+    q.sort_rows(got, keys, reverse, RANKS, tie=tie)
+    assert [r.job.id for r in got] == _reference(built, keys, reverse, tie)
 
 
-def test_default_is_effective_descending_then_earliest_submitted() -> None:
-    rows = [_row(0, 5.0, 30.0, 1, "low", "a"), _row(1, 9.0, 20.0, 1, "low", "a"), _row(2, 5.0, 10.0, 1, "low", "a")]
-    q.sort_rows(rows)
-    assert [r.job.id for r in rows] == ["1", "2", "0"]
+def test_default_is_effective_descending_then_the_tie_time_then_the_id() -> None:
+    rows = [_row("5", 5.0, 30.0, 1, "low", "a"), _row("4", 9.0, 20.0, 1, "low", "a"),
+            _row("3", 5.0, 10.0, 1, "low", "a", eligible=40.0), _row("12", 5.0, 30.0, 1, "low", "a"),
+            _row("2", 5.0, 30.0, 1, "low", "a")]  # fmt: skip
+    q.sort_rows(rows, tie="queued_since")
+    assert [r.job.id for r in rows] == ["4", "2", "5", "12", "3"]
+    q.sort_rows(rows, tie="submit_time")  # (3 was submitted first: Slurm's tie-break)
+    assert [r.job.id for r in rows] == ["4", "3", "2", "5", "12"]
+    q.sort_rows(rows, reverse=True, tie="submit_time")
+    assert [r.job.id for r in rows] == ["12", "5", "2", "3", "4"]
 
 
 def test_class_sorts_by_rank_not_by_name() -> None:
-    rows = [_row(i, 1.0, float(i), 1, c, "a") for i, c in enumerate(["low", "urgent", "normal"])]
-    q.sort_rows(rows, (q.SortKey("class", False),), class_ranks=RANKS)
+    rows = [_row(str(i), 1.0, float(i), 1, c, "a") for i, c in enumerate(["low", "urgent", "normal"])]
+    q.sort_rows(rows, (q.SortKey("class", False),), class_ranks=RANKS, tie="queued_since")
     assert [r.job.job_class for r in rows] == ["urgent", "normal", "low"]
-    q.sort_rows(rows, (q.SortKey("class", True),), class_ranks=RANKS)
+    q.sort_rows(rows, (q.SortKey("class", True),), class_ranks=RANKS, tie="queued_since")
     assert [r.job.job_class for r in rows] == ["low", "normal", "urgent"]
 
 
@@ -106,28 +132,29 @@ def test_parse_sort_refuses_unknown_keys(bad: str) -> None:
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(_SPECS, _KEYS, st.booleans(), st.integers(1, 6))
+@given(_SPECS, _KEYS, st.booleans(), st.sampled_from(TIES), st.integers(1, 6))
 def test_the_paced_sort_gives_the_same_order(
-    specs: list[tuple[float, float, int, str, str]], keys: tuple[q.SortKey, ...], reverse: bool, chunk: int
+    specs: list[Spec], keys: tuple[q.SortKey, ...], reverse: bool, tie: TieField, chunk: int
 ) -> None:
     """With a `pause` (the console's worker), the rows are sorted aside in steps (numpy's stable
     argsort, keys as timestamps or ranks): the same order as the plain comparison sort, and the
     pause is called between the steps."""
-    built = [_row(i, *spec) for i, spec in enumerate(specs)]
+    built = [_row(*spec) for spec in specs]
     got = list(built)
     pauses: list[int] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(q, "SORT_CHUNK", chunk)
         patch.setattr(q, "KEY_STEP", chunk)
-        q.sort_rows(got, keys, reverse, RANKS, pause=lambda: pauses.append(1))
-    assert [r.job.id for r in got] == _reference(built, keys, reverse)
+        q.sort_rows(got, keys, reverse, RANKS, pause=lambda: pauses.append(1), tie=tie)
+    assert [r.job.id for r in got] == _reference(built, keys, reverse, tie)
     assert len(pauses) >= len(keys)
     if len(built) > chunk:
         assert len(pauses) > 2 * len(keys)  # (the keys, the order and the rows each in steps)
 
 
-def _state_row(i: int, eff: float, submit: float, gpus: int, state: JobState) -> q.QueueRow:
-    job = make_job(str(i), "n", "u", "t", "normal", 1, state, submit, gpus)
+def _state_row(job_id: str, eff: float, submit: float, gpus: int, state: JobState,
+               eligible: float | None = None) -> q.QueueRow:  # fmt: skip
+    job = make_job(job_id, "n", "u", "t", "normal", 1, state, submit, gpus, eligible_time=eligible)
     return q.QueueRow(job, None, eff, 0, 0, q.SlaStatus.NONE)
 
 
@@ -139,33 +166,54 @@ _NUMERIC = st.lists(
 
 @settings(max_examples=examples(300), deadline=None)
 @given(
-    st.lists(st.tuples(st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]), st.integers(1, 3),
-                       st.sampled_from([JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED])), max_size=30),
-    _NUMERIC, st.integers(1, 8),
+    st.lists(st.tuples(_IDS, st.sampled_from([1.0, 5.0, 9.5]), st.sampled_from([10.0, 20.0, 30.0]),
+                       st.integers(1, 3), st.sampled_from([JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED]),
+                       st.sampled_from([None, 5.0, 25.0])),
+             max_size=30, unique_by=lambda spec: spec[0]),
+    _NUMERIC, st.integers(1, 8), st.sampled_from(TIES),
 )  # fmt: skip
 def test_the_first_rows_are_the_first_of_the_whole_sort(
-    specs: list[tuple[float, float, int, JobState]], keys: tuple[q.SortKey, ...], count: int
-) -> None:
+    specs: list[tuple[str, float, float, int, JobState, float | None]], keys: tuple[q.SortKey, ...], count: int,
+    tie: TieField,
+) -> None:  # fmt: skip
     """`first_rows` (the console's first screen, ahead of the sort) gives exactly what the full
-    sort puts first, ties included (submit time, then the rows' order)."""
-    built = [_state_row(i, *spec) for i, spec in enumerate(specs)]
+    sort puts first, ties included (the tie time, then the id)."""
+    built = [_state_row(*spec) for spec in specs]
     whole = list(built)
-    q.sort_rows(whole, keys)
-    first = q.first_rows(built, keys, count)
+    q.sort_rows(whole, keys, tie=tie)
+    first = q.first_rows(built, keys, count, tie=tie)
     assert first is not None
     assert [r.job.id for r in first] == [r.job.id for r in whole[:count]]
 
 
 @pytest.mark.parametrize("name", ["id", "user", "tenant", "class", "submit", "preemptions"])
 def test_the_first_rows_are_left_to_the_sort_where_a_key_is_no_number(name: str) -> None:
-    rows = [_row(i, 1.0, float(i), 1, "low", "a") for i in range(3)]
-    assert q.first_rows(rows, (q.SortKey(name, False),), 2) is None
-    assert q.first_rows(rows, (q.SortKey("effective", True),), 2, reverse=True) is None
+    rows = [_row(str(i), 1.0, float(i), 1, "low", "a") for i in range(3)]
+    assert q.first_rows(rows, (q.SortKey(name, False),), 2, tie="queued_since") is None
+    assert q.first_rows(rows, (q.SortKey("effective", True),), 2, reverse=True, tie="queued_since") is None
 
 
 def test_the_first_rows_are_left_to_the_sort_where_a_value_is_nan() -> None:
     """The sorts' order among NaNs is their own: `first_rows` does not guess it."""
-    rows = [_state_row(i, eff, float(i), 1, JobState.PENDING) for i, eff in enumerate([1.0, float("nan"), 3.0])]
-    assert q.first_rows(rows, (q.SortKey("effective", True),), 1) is None
-    assert q.first_rows(rows, (q.SortKey("gpus", True), q.SortKey("effective", True)), 1) is None
-    assert [r.job.id for r in q.first_rows(rows[::2], (q.SortKey("effective", True),), 1) or []] == ["2"]
+    rows = [_state_row(str(i), eff, float(i), 1, JobState.PENDING) for i, eff in enumerate([1.0, float("nan"), 3.0])]
+    tie: TieField = "queued_since"
+    assert q.first_rows(rows, (q.SortKey("effective", True),), 1, tie=tie) is None
+    assert q.first_rows(rows, (q.SortKey("gpus", True), q.SortKey("effective", True)), 1, tie=tie) is None
+    assert [r.job.id for r in q.first_rows(rows[::2], (q.SortKey("effective", True),), 1, tie=tie) or []] == ["2"]
+
+
+_ID_TEXTS = st.one_of(
+    st.text(st.sampled_from("0123456789_.-/ab\x00\x01\x02٣"), max_size=8),
+    st.text(max_size=6),
+    st.integers(0, 10**320).map(str),
+    st.sampled_from(["0", "00", "007", "7", "1" + "0" * 299, "0" + "1" * 300, "a" + "9" * 300]),
+)
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(_ID_TEXTS, _ID_TEXTS)
+def test_the_id_text_orders_as_the_job_id_key(a: str, b: str) -> None:
+    """`_id_text` (the sort's key for ids that are no plain numbers) is `job_id_key`'s order."""
+    ka, kb = job_id_key(a), job_id_key(b)
+    ta, tb = q._id_text(_row(a, 1.0, 0.0, 1, "low", "u")), q._id_text(_row(b, 1.0, 0.0, 1, "low", "u"))
+    assert (ka < kb, ka == kb) == (ta < tb, ta == tb)
