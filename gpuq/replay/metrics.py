@@ -24,7 +24,7 @@ from typing import Final
 from gpuq.model import JobClass
 from gpuq.policy.config import Policy
 from gpuq.policy.thrash import Thrash
-from gpuq.replay.model import ClassStats, ReplayResult, WaitStats
+from gpuq.replay.model import ClassStats, LogEntry, ReplayResult, WaitStats
 from gpuq.sim.retired import Retired, most_in_a_day
 from gpuq.sla import nearest_rank
 
@@ -122,7 +122,7 @@ def result(
     origin: float,
     nodes: int,
     gpus_per_node: int,
-    log: tuple[tuple[float, str, str, str | None], ...],
+    log: tuple[LogEntry, ...],
     thrash: Thrash | None = None,
 ) -> ReplayResult:
     """The `ReplayResult` of a finished run."""

@@ -16,7 +16,7 @@ from gpuq.model import JobClass
 from gpuq.policy.config import DEFAULT_POLICY, Mode, Policy
 from gpuq.policy.thrash import Thrash
 
-__all__ = ["CheckpointModel", "ClassStats", "ReplayConfig", "ReplayResult", "WaitStats"]
+__all__ = ["CheckpointModel", "ClassStats", "LogEntry", "ReplayConfig", "ReplayResult", "WaitStats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,17 @@ class ClassStats:
                    None if target is None else float(target))  # fmt: skip
 
 
+#: one step of the event log (`ReplayResult.log`): time, event, job id, other job, GPU-seconds lost
+LogEntry = tuple[float, str, str, str | None, float]
+
+
+def _log_entry(raw: Any) -> LogEntry:
+    """A log entry back from `to_dict`; a result written before the loss was logged has four
+    fields (its steps read as losing nothing)."""
+    t, kind, job, other, *rest = raw
+    return (float(t), str(kind), str(job), None if other is None else str(other), float(rest[0]) if rest else 0.0)
+
+
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
     strategy: str
@@ -113,7 +124,9 @@ class ReplayResult:
     sim_wall_s: float
     #: Young/Daly: sqrt(2 × save cost × mean time between preemptions); None without either
     suggested_checkpoint_interval_s: float | None = None
-    log: tuple[tuple[float, str, str, str | None], ...] = ()  # (time, event, job id, other job)
+    #: (time, event, job id, other job, GPU-seconds of work the step lost: a preemption, a
+    #: cancel, a drain whose restore was cut short; 0.0 for the other steps)
+    log: tuple[LogEntry, ...] = ()
     #: busy fraction of capacity per time bucket: ((seconds since the first submit, fraction), ...)
     utilisation_series: tuple[tuple[float, float], ...] = ()
     #: per class, and "all": the wait at each percentile 0, 1, …, 100 (101 values), for CDF charts
@@ -194,10 +207,7 @@ class ReplayResult:
             events=int(raw["events"]),
             sim_wall_s=float(raw["sim_wall_s"]),
             suggested_checkpoint_interval_s=None if suggested is None else float(suggested),
-            log=tuple(
-                (float(t), str(kind), str(job), None if other is None else str(other))
-                for t, kind, job, other in raw.get("log", ())
-            ),
+            log=tuple(_log_entry(entry) for entry in raw.get("log", ())),
             utilisation_series=tuple((float(t), float(u)) for t, u in raw.get("utilisation_series", ())),
             wait_percentiles=MappingProxyType(
                 {str(n): tuple(float(v) for v in values) for n, values in raw.get("wait_percentiles", {}).items()}

@@ -30,7 +30,7 @@ from gpuq.policy.config import ClassPolicy, Mode, Policy
 from gpuq.policy.thrash import detect, limits_for
 from gpuq.replay import metrics
 from gpuq.replay.checkpoint import check_model, young_daly
-from gpuq.replay.model import ReplayConfig, ReplayResult
+from gpuq.replay.model import LogEntry, ReplayConfig, ReplayResult
 from gpuq.replay.prepare import Prepared, prepare
 from gpuq.sim.gcpause import gc_paused
 from gpuq.sim.jobs import SimJob, on_grid
@@ -66,6 +66,8 @@ class ReplayEvent(NamedTuple):
     other: str | None
     gpus: int
     allocation: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    #: GPU-seconds of work this step lost (a preemption, a cancel, a drain whose restore was cut short)
+    lost_gpu_s: float = 0.0
 
 
 def _check(config: ReplayConfig) -> None:
@@ -95,21 +97,29 @@ def horizon(prepared: Prepared, capacity: int) -> float:
     return prepared.last_submit + 10 * (prepared.gpu_seconds / capacity + prepared.longest_s) + 7 * DAY_S
 
 
-def _logger(sim: Simulator, entries: list[tuple[float, str, str, str | None]] | None,
+def _logger(sim: Simulator, entries: list[LogEntry] | None,
             sink: Callable[[ReplayEvent], None] | None) -> Callable[[str, SimJob, SimJob | None], None]:  # fmt: skip
     index = sim.gpus.index
+    #: per job still in the replay, the GPU-seconds it had lost by its last step (the simulator
+    #: books a step's loss before it tells of the step: the difference is the step's loss)
+    booked: dict[str, float] = {}
 
     def observe(kind: str, job: SimJob, other: SimJob | None) -> None:
         event = _NAMES.get(kind, kind)
         by = None if other is None else other.id
+        lost = job.lost_s - booked.get(job.id, 0.0)
+        if kind == "finish" or kind == "cancel":
+            booked.pop(job.id, None)
+        elif lost:
+            booked[job.id] = job.lost_s
         if entries is not None:
-            entries.append((sim.now, event, job.id, by))
+            entries.append((sim.now, event, job.id, by, lost))
         if sink is not None:
             allocation: tuple[tuple[str, tuple[int, ...]], ...] = ()
             if kind == "start":  # (in node order)
                 nodes = sorted(job.alloc, key=index.__getitem__)
                 allocation = tuple((node, tuple(job.alloc[node])) for node in nodes)
-            sink(ReplayEvent(sim.now, event, job.id, by, job.gpus, allocation))
+            sink(ReplayEvent(sim.now, event, job.id, by, job.gpus, allocation, lost))
 
     return observe
 
@@ -131,7 +141,7 @@ def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEve
                     event_limit=KEPT_PREEMPTIONS, checkpoint_cost_s=save, restore_cost_s=restore)  # fmt: skip
     retired = Retired(prepared.classes)
     sim.retired = retired
-    log: list[tuple[float, str, str, str | None]] | None = [] if config.event_log else None
+    log: list[LogEntry] | None = [] if config.event_log else None
     if log is not None or on_event is not None:
         sim.observer = _logger(sim, log, on_event)
     jobs_per_class = dict.fromkeys((c.name for c in prepared.classes), 0)

@@ -110,6 +110,8 @@ def _recorded_shape(request: ReplayRequest) -> str | None:
 
 
 _encoder = msgspec.json.Encoder()
+#: the steps that may lose work: their lines say how much (`ReplayEvent.lost_gpu_s`)
+_LOSING = frozenset({"preempt", "drain", "cancel"})
 
 
 def _writer(out: IO[str], strategy: str, origin: float) -> Callable[[ReplayEvent], None]:
@@ -120,6 +122,8 @@ def _writer(out: IO[str], strategy: str, origin: float) -> Callable[[ReplayEvent
         }  # fmt: skip
         if event.allocation:
             line["allocation"] = {node: list(idx) for node, idx in event.allocation}
+        if event.event in _LOSING:
+            line["lost_gpu_s"] = event.lost_gpu_s
         out.write(_encoder.encode(line).decode())
         out.write("\n")
 

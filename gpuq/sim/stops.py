@@ -126,6 +126,9 @@ def preempt_now(sim: Simulator, job: SimJob, mode: Mode, by: SimJob | None, why:
     sim.preemptions += 1
     if sim.trace is not None:
         sim.trace.append((now, "preempt", job.id, by.id if by else None))
+    if effect.grace_until is None:  # (booked before the observer hears of it: its log carries the loss)
+        job.lost_s += effect.lost
+        sim.lost_gpu_s += effect.lost
     if sim.observer is not None:
         sim.observer("preempt", job, by)
     if effect.grace_until is not None:
@@ -139,8 +142,6 @@ def preempt_now(sim: Simulator, job: SimJob, mode: Mode, by: SimJob | None, why:
             job.claimed_by = by.id
             by.claim = (*by.claim, job.id)
     else:
-        job.lost_s += effect.lost
-        sim.lost_gpu_s += effect.lost
         job.done += effect.kept
         if effect.checkpoint is not None:
             job.last_ckpt = effect.checkpoint

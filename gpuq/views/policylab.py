@@ -2,10 +2,8 @@
 column per strategy) and one job's life under each strategy (`job_timeline`), from a
 `gpuq.service.policylab.LabResult`.
 
-The timeline is read from each replay's event log (`ReplayResult.log`: time, event, job, other).
-The log does not carry what a preemption cost, so the job's progress is followed again along
-its own log with the simulator's preemption rules (`gpuq.sim.jobs.preemption` and
-`stopped_progress`, the very functions the replay ran); the sum over every job equals the
+The timeline is read from each replay's event log (`ReplayResult.log`: time, event, job, other,
+and the work the step lost, as the simulator booked it); the sum over every job equals the
 replay's lost GPU-hours (tests/views/test_policylab.py holds it to that).
 """
 
@@ -24,7 +22,7 @@ from gpuq.timefmt import format_duration
 from gpuq.trace.record import TraceJob
 
 if TYPE_CHECKING:
-    from gpuq.replay.model import ReplayResult
+    from gpuq.replay.model import LogEntry, ReplayResult
 
 __all__ = [
     "LIFE_COLUMNS",
@@ -210,14 +208,14 @@ def job_order(result: LabResult) -> tuple[str, ...]:
     order: the order the operator steps the timeline through."""
     counts: Counter[str] = Counter()
     for r in result.results:
-        counts.update(job for _, event, job, _ in r.log if event == "preempt")
-    ids = {job for _, event, job, _ in result.results[0].log if event == "submit"} if result.results else set()
+        counts.update(job for _, event, job, _, _ in r.log if event == "preempt")
+    ids = {job for _, event, job, _, _ in result.results[0].log if event == "submit"} if result.results else set()
     return tuple(sorted(ids, key=lambda j: (-counts[j], job_id_key(j))))
 
 
 def preempted_count(result: LabResult) -> int:
     """How many jobs were preempted at least once under some strategy."""
-    return len({job for r in result.results for _, event, job, _ in r.log if event == "preempt"})
+    return len({job for r in result.results for _, event, job, _, _ in r.log if event == "preempt"})
 
 
 def job_timeline(result: LabResult, job_id: str) -> JobTimeline | None:
@@ -239,64 +237,40 @@ def job_timeline(result: LabResult, job_id: str) -> JobTimeline | None:
     return JobTimeline(job_id, job.gpus, job.job_class or "normal", job.duration_s, submit_s or 0.0, tuple(lives))
 
 
-def _life(strategy: str, entries: Sequence[tuple[float, str, str, str | None]], others: int, job: TraceJob,
+def _life(strategy: str, entries: Sequence[LogEntry], others: int, job: TraceJob,
           settings: LabSettings) -> StrategyLife:  # fmt: skip
-    """Follow the job's progress along its log as the simulator kept it (`Simulator.set_running`,
-    `gpuq.sim.stops`), to say what each preemption lost."""
-    from gpuq.sim.jobs import PENDING, RUNNING, SimJob, preemption, stopped_progress
-    from gpuq.sim.workload import JobSpec
-
-    interval = settings.checkpoint_interval_s if settings.checkpoint_interval_s > 0 else None
-    sim = SimJob(JobSpec(job.id, 0.0, job.duration_s, job.gpus, checkpoint_interval_s=interval))
-    sim.state = PENDING
-    save, restore = settings.checkpoint_cost_s, settings.restore_cost_s
-    mode = Mode(strategy)
+    """The job's steps as its replay logged them, each with the work it lost (the simulator's own
+    figure, `ReplayResult.log`)."""
+    graceful = Mode(strategy) is Mode.GRACEFUL and settings.grace_period_s > 0
     submit = entries[0][0]
     steps: list[Step] = []
     first_start: float | None = None
+    run_start = 0.0
+    kept = False  # whether a stop so far kept any of the work its run did
     lost_total = 0.0
     preemptions = 0
     outcome, outcome_at = "unfinished", None
-    for t, event, _, other in entries:
-        lost = 0.0
+    for t, event, _, other, lost in entries:
         if event == "submit":
             text = "submitted"
         elif event == "start":
-            resumed = sim.done > 0
-            if interval and (save > 0 or restore > 0):
-                sim.save_s = save
-                sim.restore_s = restore if sim.done > 0 and sim.state == PENDING else 0.0
-            else:
-                sim.save_s = sim.restore_s = 0.0
-            sim.state, sim.run_start = RUNNING, t
             if first_start is None:
                 first_start = t
                 text = "started"
             else:
-                text = "resumed from its checkpoint" if resumed else "restarted from the beginning"
+                text = "resumed from its checkpoint" if kept else "restarted from the beginning"
+            run_start = t
         elif event == "preempt":
             preemptions += 1
-            effect = preemption(sim, mode, t, settings.grace_period_s, settings.checkpoint_interval_s)
             whom = f" for {visible(other)}" if other is not None else ""
-            if effect.grace_until is not None:
+            if graceful:
                 text = f"signalled{whom}: {format_duration(settings.grace_period_s)} to save"
             else:
-                lost = effect.lost
-                sim.done += effect.kept
-                if effect.checkpoint is not None:
-                    sim.last_ckpt = effect.checkpoint
-                sim.state = effect.state
+                kept = kept or lost < job.gpus * (t - run_start)
                 cost = f"lost {format_gpu_hours(lost / 3600)} GPU-h" if lost else "nothing lost"
                 text = f"preempted{whom}, {cost}"
         elif event == "drain":
-            if sim.save_s != 0.0 or sim.restore_s != 0.0:
-                kept, _, lost = stopped_progress(sim, t, final_save=True)
-                sim.done += kept
-            else:
-                sim.done += t - (t if sim.run_start is None else sim.run_start)
-            if sim.ckpt is not None:
-                sim.last_ckpt = t
-            sim.state = PENDING
+            kept = kept or lost < job.gpus * (t - run_start)
             text = "saved and stopped" + (f", lost {format_gpu_hours(lost / 3600)} GPU-h" if lost else "")
         elif event == "finish":
             outcome, outcome_at = "finished", t - submit

@@ -291,9 +291,11 @@ def test_the_event_log_is_kept_when_asked() -> None:
     jobs = [job("1", 0, 3600, cls="low"), job("2", 1000, 100, cls="urgent")]
     config = ReplayConfig(policy=UNGUARDED_POLICY, nodes=1, gpus_per_node=1, strategy=Mode.REQUEUE, event_log=True)
     result = replay(jobs, config)
-    assert result.log == ((0.0, "submit", "1", None), (0.0, "start", "1", None), (1000.0, "submit", "2", None),
-                          (1000.0, "preempt", "1", "2"), (1000.0, "start", "2", None), (1100.0, "finish", "2", None),
-                          (1100.0, "start", "1", None), (4700.0, "finish", "1", None))  # fmt: skip
+    # (the preemption loses job 1's 1000 s on its one GPU: no checkpoints)
+    assert result.log == ((0.0, "submit", "1", None, 0.0), (0.0, "start", "1", None, 0.0),
+                          (1000.0, "submit", "2", None, 0.0), (1000.0, "preempt", "1", "2", 1000.0),
+                          (1000.0, "start", "2", None, 0.0), (1100.0, "finish", "2", None, 0.0),
+                          (1100.0, "start", "1", None, 0.0), (4700.0, "finish", "1", None, 0.0))  # fmt: skip
     assert replay(jobs, replace(config, event_log=False)).log == ()
 
 
@@ -301,5 +303,5 @@ def test_log_is_the_event_sink_without_allocations() -> None:
     jobs = [job(str(i), 10.0 * i, 300.0, 2, cls=("low", "high")[i % 2]) for i in range(20)]
     config = ReplayConfig(policy=UNGUARDED_POLICY, nodes=1, gpus_per_node=4, event_log=True)
     result, log = replay_logged(jobs, config)
-    assert result.log == tuple((e.time_s, e.event, e.job, e.other) for e in log.events)
+    assert result.log == tuple((e.time_s, e.event, e.job, e.other, e.lost_gpu_s) for e in log.events)
     assert isinstance(log, Log)

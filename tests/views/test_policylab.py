@@ -128,5 +128,5 @@ def test_the_losses_of_every_timeline_add_up_to_the_replays(settings: LabSetting
 def test_the_order_puts_the_most_preempted_first() -> None:
     result = run_lab(builtin_trace(count=500), LabSettings(), policy=UNGUARDED_POLICY)
     order = job_order(result)
-    counts = [sum(1 for r in result.results for _, e, j, _ in r.log if e == "preempt" and j == job) for job in order]
+    counts = [sum(1 for r in result.results for _, e, j, _, _ in r.log if e == "preempt" and j == job) for job in order]
     assert len(order) == 500 and counts == sorted(counts, reverse=True) and counts[0] > counts[-1]
