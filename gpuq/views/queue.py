@@ -19,7 +19,7 @@ import msgspec
 from gpuq.errors import BadInput
 from gpuq.model import DAY_S, QUEUED_STATES, Job, JobClass, JobState, Snapshot, job_id_key
 from gpuq.policy.kernel import effective_priority_of
-from gpuq.policy.order import TieField, tie_field
+from gpuq.policy.order import tie_field
 from gpuq.service import Cluster
 from gpuq.sla import AT_RISK_SHARE
 from gpuq.views.pacing import no_pause, paced
@@ -40,7 +40,6 @@ __all__ = [
     "queue_view",
     "sla_status",
     "sort_rows",
-    "tie_of",
 ]
 
 STATE_NAMES = tuple(s.value for s in JobState)
@@ -97,6 +96,10 @@ class QueueRow(msgspec.Struct, frozen=True, gc=False):
     preemptions: int
     preemptions_24h: int
     sla: SlaStatus
+    #: what breaks ties of effective priority in its cluster's queue (`gpuq.policy.order.tie_time`:
+    #: the submit time on Slurm, else the time it has been queued since); rows of several clusters
+    #: sorted together keep each their own
+    tie_time: datetime
 
 
 class QueueFilter(msgspec.Struct, frozen=True):
@@ -177,10 +180,8 @@ def parse_sort(values: Sequence[str]) -> tuple[SortKey, ...]:
 
 #: (in C: the console sorts 200,000 rows by it on every refresh)
 _submit: Callable[[QueueRow], datetime] = operator.attrgetter("job.submit_time")
-#: a row's tie time, by `gpuq.policy.order.tie_field`
-_TIE_TIMES: dict[TieField, Callable[[QueueRow], datetime]] = {
-    "submit_time": _submit, "queued_since": operator.attrgetter("job.queued_since"),
-}  # fmt: skip
+#: a row's tie time (kept on the row: read through the job, a property, it cost a third of a sort)
+_tie: Callable[[QueueRow], datetime] = operator.attrgetter("tie_time")
 _job_id: Callable[[QueueRow], str] = operator.attrgetter("job.id")
 
 
@@ -221,29 +222,21 @@ SORT_KEYS: dict[str, Callable[[QueueRow], Any]] = {
 
 def sort_rows(
     rows: list[QueueRow], keys: Sequence[SortKey] = DEFAULT_SORT, reverse: bool = False,
-    class_ranks: dict[str, int] | None = None, pause: Callable[[], None] = no_pause, *,
-    tie: TieField,
+    class_ranks: dict[str, int] | None = None, pause: Callable[[], None] = no_pause,
 ) -> None:  # fmt: skip
-    """Sort by `keys` in turn; ties go to the earlier tie time (`tie`, the snapshot's
-    `gpuq.policy.order.tie_field`), then gpuq's job-id order, never to the rows' order.
+    """Sort by `keys` in turn; ties go to the earlier tie time (`QueueRow.tie_time`), then gpuq's
+    job-id order, never to the rows' order.
     `reverse` turns every direction round (ties included). `class_ranks`: class -> priority.
     `pause` is called between the passes (the console's worker steps aside there)."""
     # One stable pass per key, the least significant first: a quicker form of one sort by the
     # key (*keys, tie time, job_id_key), which under the default keys is the queue's order,
     # `gpuq.policy.order.pending_order` (tests/views/test_queue_order.py checks they agree).
     sort = rows.sort if pause is no_pause else partial(_paced_sort, rows, pause=pause)
-    _sort_by_tie(rows, _TIE_TIMES[tie], reverse, sort, pause)
+    _sort_by_tie(rows, reverse, sort, pause)
     for name, descending in reversed(keys or DEFAULT_SORT):
         pause()
         key = _class_rank(class_ranks or {}) if name == "class" else SORT_KEYS[name]
         sort(key=key, reverse=descending != reverse)
-
-
-def tie_of(snapshots: Sequence[Snapshot]) -> TieField:
-    """The tie time of one order over the rows of `snapshots` (a console's clusters together):
-    their own where they agree (`gpuq.policy.order.tie_field`), else gpuq's, the queued-since time."""
-    ties = {tie_field(s) for s in snapshots}
-    return ties.pop() if len(ties) == 1 else "queued_since"
 
 
 #: ids that `_sort_by_tie` may sort as the numbers they are: decimal, no leading zero, and
@@ -251,9 +244,9 @@ def tie_of(snapshots: Sequence[Snapshot]) -> TieField:
 _PLAIN_IDS = re.compile(r"(?:[1-9][0-9]{0,14}\n)*")
 
 
-def _sort_by_tie(rows: list[QueueRow], tie: Callable[[QueueRow], datetime], reverse: bool,
-                 sort: Callable[..., None], pause: Callable[[], None]) -> None:  # fmt: skip
-    """`sort` by the tie time (`tie`), then gpuq's job-id order (`job_id_key`), without a key
+def _sort_by_tie(rows: list[QueueRow], reverse: bool, sort: Callable[..., None],
+                 pause: Callable[[], None]) -> None:  # fmt: skip
+    """`sort` by the tie time, then gpuq's job-id order (`job_id_key`), without a key
     per row where it can (200,000 keys cost more than the rest of the sort)."""
     ids = list(map(_job_id, rows))
     if _PLAIN_IDS.fullmatch("\n".join(ids) + "\n") is not None:
@@ -265,12 +258,12 @@ def _sort_by_tie(rows: list[QueueRow], tie: Callable[[QueueRow], datetime], reve
         elif not all(map(operator.gt if reverse else operator.lt, numbers, islice(numbers, 1, None))):
             sort(key=_id_number, reverse=reverse)
         pause()
-        sort(key=tie, reverse=reverse)
+        sort(key=_tie, reverse=reverse)
         return
     # Other ids (Kubernetes' namespace/name): by the tie time, then only the runs of rows of one
     # tie time put in id order (most are one row long).
-    sort(key=tie, reverse=reverse)
-    times = list(map(tie, rows))
+    sort(key=_tie, reverse=reverse)
+    times = list(map(_tie, rows))
     runs: list[list[int]] = []
     for i in compress(range(1, len(rows)), map(operator.eq, times, islice(times, 1, None))):
         if runs and runs[-1][1] == i:
@@ -358,9 +351,9 @@ _NUMERIC_KEYS: dict[str, Callable[[QueueRow], float]] = {
 }
 
 
-def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int, reverse: bool = False, *,
-               tie: TieField) -> list[QueueRow] | None:  # fmt: skip
-    """The first `count` of `rows` in the order `sort_rows(rows, keys, reverse, tie=tie)` gives
+def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int,
+               reverse: bool = False) -> list[QueueRow] | None:  # fmt: skip
+    """The first `count` of `rows` in the order `sort_rows(rows, keys, reverse)` gives
     them, found without sorting them all (a console's first screen of a large queue need not wait
     for the whole sort). None where a key orders by names (id, user, tenant, class) or `reverse`
     turns the tie-breaks round: only the full sort orders those."""
@@ -372,21 +365,21 @@ def first_rows(rows: Sequence[QueueRow], keys: Sequence[SortKey], count: int, re
         if number is None:
             return None
         levels.append((number, descending))
-    chosen = _first_positions(rows, range(len(rows)), levels, count, _TIE_TIMES[tie])
+    chosen = _first_positions(rows, range(len(rows)), levels, count)
     if chosen is None:
         return None
     # The chosen rows put in the sort's order by the sort itself (a total order: the same among
     # these few rows as among all).
     top = [rows[i] for i in chosen]
-    sort_rows(top, keys, tie=tie)
+    sort_rows(top, keys)
     return top
 
 
 def _first_positions(rows: Sequence[QueueRow], positions: Sequence[int],
                      levels: Sequence[tuple[Callable[[QueueRow], float], bool]],
-                     count: int, tie: Callable[[QueueRow], datetime]) -> list[int] | None:  # fmt: skip
+                     count: int) -> list[int] | None:  # fmt: skip
     """The positions of the first `count` of `rows` (at `positions`) by `levels` in turn, then
-    the tie time (`tie`), then the job id. One key per pass: the rows before the `count`-th one's
+    the tie time, then the job id. One key per pass: the rows before the `count`-th one's
     value are in, those after it out, and only those that share its value go on to the next key
     (few, past the first keys). None on a value that is no number (NaN: the sorts' order among
     NaNs is their own)."""
@@ -395,7 +388,7 @@ def _first_positions(rows: Sequence[QueueRow], positions: Sequence[int],
     if len(rows) <= count:
         return list(positions)
     if not levels:  # the tie-breaks: the tie time, then the id (a total order: the last pass)
-        times = list(map(tie, rows))
+        times = list(map(_tie, rows))
         last = heapq.nsmallest(count, times)[-1]
         earlier = list(compress(positions, [t < last for t in times]))
         at_last = [t == last for t in times]
@@ -410,7 +403,7 @@ def _first_positions(rows: Sequence[QueueRow], positions: Sequence[int],
     ahead = list(compress(positions, [v > cut for v in values] if descending else [v < cut for v in values]))
     tied = [v == cut for v in values]
     rest = _first_positions(list(compress(rows, tied)), list(compress(positions, tied)), levels[1:],
-                            count - len(ahead), tie)  # fmt: skip
+                            count - len(ahead))  # fmt: skip
     return None if rest is None else ahead + rest
 
 
@@ -448,6 +441,7 @@ def queue_rows(
     # effective priority its numbers itself (as `rules.effective_priority` would: the wait so far
     # of a pending job, the wait up to the start of one that started), and keeps inline copies of
     # the wait (Job.wait_s) and `sla_status`, which tests/policy/test_rule_numbers.py checks.
+    by_submit = tie_field(snapshot) == "submit_time"  # (Slurm's tie-break: `gpuq.policy.order`)
     jobs = snapshot.jobs
     for job in paced(jobs, pause, PAUSE_EVERY):
         state = job.state
@@ -488,16 +482,15 @@ def queue_rows(
             status = no_target
         else:
             status = breach if wait > target else at_risk if wait >= risk else ok
-        append(QueueRow(job, wait, effective, len(times), recent, status))
+        append(QueueRow(job, wait, effective, len(times), recent, status, job.submit_time if by_submit else since))
     ranks = {name: found[0].priority for name, found in resolved.items()}
-    tie = tie_field(snapshot)
     pause()
     if first is not None and len(rows) > FIRST_AFTER:
-        top = first_rows(rows, wanted.sort, FIRST_ROWS, wanted.reverse, tie=tie)
+        top = first_rows(rows, wanted.sort, FIRST_ROWS, wanted.reverse)
         if top is not None:
             first(top, len(rows))
             pause()
-    sort_rows(rows, wanted.sort, wanted.reverse, ranks, pause, tie=tie)
+    sort_rows(rows, wanted.sort, wanted.reverse, ranks, pause)
     return rows
 
 

@@ -19,7 +19,7 @@ def _row(id: str, owner: str | None, state: JobState = _R, gpus: int = 1, eff: f
          wait: float | None = None, sla: SlaStatus = SlaStatus.NONE, user: str = "u",
          preemptions: tuple[int, int] = (0, 0)) -> QueueRow:  # fmt: skip
     job = make_job(id, "n", user, "t", "normal", 1, state, 0.0, gpus, owner=owner)
-    return QueueRow(job, wait, eff, preemptions[0], preemptions[1], sla)
+    return QueueRow(job, wait, eff, preemptions[0], preemptions[1], sla, job.queued_since)
 
 
 def _shape(items: list[QueueRow | GroupRow]) -> list[str]:

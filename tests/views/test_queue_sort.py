@@ -32,9 +32,10 @@ TIES: list[TieField] = ["submit_time", "queued_since"]
 
 
 def _row(job_id: str, eff: float, submit: float, gpus: int, cls: str, user: str,
-         eligible: float | None = None) -> q.QueueRow:  # fmt: skip
+         eligible: float | None = None, tie: TieField = "queued_since") -> q.QueueRow:  # fmt: skip
+    """A pending row whose tie time is `tie` of its job (as `queue_rows` gives it)."""
     job = make_job(job_id, "n", user, "t", cls, 1, JobState.PENDING, submit, gpus, eligible_time=eligible)
-    return q.QueueRow(job, None, eff, 0, 0, q.SlaStatus.NONE)
+    return q.QueueRow(job, None, eff, 0, 0, q.SlaStatus.NONE, getattr(job, tie))
 
 
 def _value(row: q.QueueRow, name: str) -> Any:
@@ -82,31 +83,35 @@ def test_sort_matches_a_plain_comparison_sort(
 ) -> None:
     """Rows listed as drawn, or by id up or down (as snapshots list them: the id pass's quick
     paths), sort as the comparison sort does."""
-    built = [_row(*spec) for spec in specs]
+    built = [_row(*spec, tie=tie) for spec in specs]
     if listed != "as drawn":
         built.sort(key=lambda r: job_id_key(r.job.id), reverse=listed == "down")
     got = list(built)
-    q.sort_rows(got, keys, reverse, RANKS, tie=tie)
+    q.sort_rows(got, keys, reverse, RANKS)
     assert [r.job.id for r in got] == _reference(built, keys, reverse, tie)
 
 
 def test_default_is_effective_descending_then_the_tie_time_then_the_id() -> None:
-    rows = [_row("5", 5.0, 30.0, 1, "low", "a"), _row("4", 9.0, 20.0, 1, "low", "a"),
-            _row("3", 5.0, 10.0, 1, "low", "a", eligible=40.0), _row("12", 5.0, 30.0, 1, "low", "a"),
-            _row("2", 5.0, 30.0, 1, "low", "a")]  # fmt: skip
-    q.sort_rows(rows, tie="queued_since")
-    assert [r.job.id for r in rows] == ["4", "2", "5", "12", "3"]
-    q.sort_rows(rows, tie="submit_time")  # (3 was submitted first: Slurm's tie-break)
-    assert [r.job.id for r in rows] == ["4", "3", "2", "5", "12"]
-    q.sort_rows(rows, reverse=True, tie="submit_time")
-    assert [r.job.id for r in rows] == ["12", "5", "2", "3", "4"]
+    def rows(tie: TieField) -> list[q.QueueRow]:
+        specs = [("5", 5.0, 30.0, None), ("4", 9.0, 20.0, None), ("3", 5.0, 10.0, 40.0), ("12", 5.0, 30.0, None),
+                 ("2", 5.0, 30.0, None)]  # fmt: skip
+        return [_row(i, eff, submit, 1, "low", "a", eligible, tie=tie) for i, eff, submit, eligible in specs]
+
+    queued = rows("queued_since")
+    q.sort_rows(queued)
+    assert [r.job.id for r in queued] == ["4", "2", "5", "12", "3"]
+    submitted = rows("submit_time")
+    q.sort_rows(submitted)  # (3 was submitted first: Slurm's tie-break)
+    assert [r.job.id for r in submitted] == ["4", "3", "2", "5", "12"]
+    q.sort_rows(submitted, reverse=True)
+    assert [r.job.id for r in submitted] == ["12", "5", "2", "3", "4"]
 
 
 def test_class_sorts_by_rank_not_by_name() -> None:
     rows = [_row(str(i), 1.0, float(i), 1, c, "a") for i, c in enumerate(["low", "urgent", "normal"])]
-    q.sort_rows(rows, (q.SortKey("class", False),), class_ranks=RANKS, tie="queued_since")
+    q.sort_rows(rows, (q.SortKey("class", False),), class_ranks=RANKS)
     assert [r.job.job_class for r in rows] == ["urgent", "normal", "low"]
-    q.sort_rows(rows, (q.SortKey("class", True),), class_ranks=RANKS, tie="queued_since")
+    q.sort_rows(rows, (q.SortKey("class", True),), class_ranks=RANKS)
     assert [r.job.job_class for r in rows] == ["low", "normal", "urgent"]
 
 
@@ -139,13 +144,13 @@ def test_the_paced_sort_gives_the_same_order(
     """With a `pause` (the console's worker), the rows are sorted aside in steps (numpy's stable
     argsort, keys as timestamps or ranks): the same order as the plain comparison sort, and the
     pause is called between the steps."""
-    built = [_row(*spec) for spec in specs]
+    built = [_row(*spec, tie=tie) for spec in specs]
     got = list(built)
     pauses: list[int] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(q, "SORT_CHUNK", chunk)
         patch.setattr(q, "KEY_STEP", chunk)
-        q.sort_rows(got, keys, reverse, RANKS, pause=lambda: pauses.append(1), tie=tie)
+        q.sort_rows(got, keys, reverse, RANKS, pause=lambda: pauses.append(1))
     assert [r.job.id for r in got] == _reference(built, keys, reverse, tie)
     assert len(pauses) >= len(keys)
     if len(built) > chunk:
@@ -153,9 +158,9 @@ def test_the_paced_sort_gives_the_same_order(
 
 
 def _state_row(job_id: str, eff: float, submit: float, gpus: int, state: JobState,
-               eligible: float | None = None) -> q.QueueRow:  # fmt: skip
+               eligible: float | None = None, tie: TieField = "queued_since") -> q.QueueRow:  # fmt: skip
     job = make_job(job_id, "n", "u", "t", "normal", 1, state, submit, gpus, eligible_time=eligible)
-    return q.QueueRow(job, None, eff, 0, 0, q.SlaStatus.NONE)
+    return q.QueueRow(job, None, eff, 0, 0, q.SlaStatus.NONE, getattr(job, tie))
 
 
 _NUMERIC = st.lists(
@@ -178,10 +183,10 @@ def test_the_first_rows_are_the_first_of_the_whole_sort(
 ) -> None:  # fmt: skip
     """`first_rows` (the console's first screen, ahead of the sort) gives exactly what the full
     sort puts first, ties included (the tie time, then the id)."""
-    built = [_state_row(*spec) for spec in specs]
+    built = [_state_row(*spec, tie=tie) for spec in specs]
     whole = list(built)
-    q.sort_rows(whole, keys, tie=tie)
-    first = q.first_rows(built, keys, count, tie=tie)
+    q.sort_rows(whole, keys)
+    first = q.first_rows(built, keys, count)
     assert first is not None
     assert [r.job.id for r in first] == [r.job.id for r in whole[:count]]
 
@@ -189,17 +194,16 @@ def test_the_first_rows_are_the_first_of_the_whole_sort(
 @pytest.mark.parametrize("name", ["id", "user", "tenant", "class", "submit", "preemptions"])
 def test_the_first_rows_are_left_to_the_sort_where_a_key_is_no_number(name: str) -> None:
     rows = [_row(str(i), 1.0, float(i), 1, "low", "a") for i in range(3)]
-    assert q.first_rows(rows, (q.SortKey(name, False),), 2, tie="queued_since") is None
-    assert q.first_rows(rows, (q.SortKey("effective", True),), 2, reverse=True, tie="queued_since") is None
+    assert q.first_rows(rows, (q.SortKey(name, False),), 2) is None
+    assert q.first_rows(rows, (q.SortKey("effective", True),), 2, reverse=True) is None
 
 
 def test_the_first_rows_are_left_to_the_sort_where_a_value_is_nan() -> None:
     """The sorts' order among NaNs is their own: `first_rows` does not guess it."""
     rows = [_state_row(str(i), eff, float(i), 1, JobState.PENDING) for i, eff in enumerate([1.0, float("nan"), 3.0])]
-    tie: TieField = "queued_since"
-    assert q.first_rows(rows, (q.SortKey("effective", True),), 1, tie=tie) is None
-    assert q.first_rows(rows, (q.SortKey("gpus", True), q.SortKey("effective", True)), 1, tie=tie) is None
-    assert [r.job.id for r in q.first_rows(rows[::2], (q.SortKey("effective", True),), 1, tie=tie) or []] == ["2"]
+    assert q.first_rows(rows, (q.SortKey("effective", True),), 1) is None
+    assert q.first_rows(rows, (q.SortKey("gpus", True), q.SortKey("effective", True)), 1) is None
+    assert [r.job.id for r in q.first_rows(rows[::2], (q.SortKey("effective", True),), 1) or []] == ["2"]
 
 
 _ID_TEXTS = st.one_of(

@@ -20,7 +20,7 @@ from gpuq.tui.statusline import hidden_columns
 from gpuq.tui.widgets.table import TableData, ViewTable
 from gpuq.views.columns import CONSOLE_QUEUE
 from gpuq.views.groups import GroupRow, group_items
-from gpuq.views.queue import QueueFilter, QueueRow, SortKey, queue_rows, sort_rows, tie_of
+from gpuq.views.queue import QueueFilter, QueueRow, SortKey, queue_rows, sort_rows
 from gpuq.views.queuecells import POD_MARK, SORT_BY_COLUMN, group_cells, group_tones, matches, queue_cells, queue_tones
 
 __all__ = ["QueuePane", "QueueParams"]
@@ -126,7 +126,7 @@ class QueuePane(Pane):
         if len(ctx.items) > 1:  # one order over every cluster's rows
             queue: list[QueueRow] = [r.item for r in rows]  # type: ignore[misc]  # (no groups yet)
             by_row = {id(r.item): r for r in rows}
-            sort_rows(queue, keys, pause=pause, tie=tie_of([i.snapshot for i in ctx.items]))
+            sort_rows(queue, keys, pause=pause)
             rows = [by_row[id(q)] for q in queue]
         pods: frozenset[int] = frozenset()
         if params.grouped:  # (after the filter and the order: a group stands where its first pod does)
