@@ -239,9 +239,24 @@ def sort_rows(
         sort(key=key, reverse=descending != reverse)
 
 
-#: ids that `_sort_by_tie` may sort as the numbers they are: decimal, no leading zero, and
-#: below 2**53 (exact as the floats `_paced_sort` sorts); one per line
-_PLAIN_IDS = re.compile(r"(?:[1-9][0-9]{0,14}\n)*")
+#: the most digits of an id that `_sort_by_tie` sorts as a number: below 2**53, exact as the
+#: floats `_paced_sort` sorts
+_PLAIN_DIGITS = 15
+
+
+def _plain_numbers(ids: list[str]) -> bool:
+    """Whether every id is a plain number (ASCII digits, no leading zero, at most `_PLAIN_DIGITS`),
+    which sorts as the number it is in `job_id_key`'s order. String methods over one joined text:
+    C loops (a regular expression over 200,000 ids cost four times as much)."""
+    if not ids:
+        return True
+    if min(map(len, ids)) == 0 or max(map(len, ids)) > _PLAIN_DIGITS:
+        return False
+    digits = "".join(ids)
+    if not (digits.isascii() and digits.isdigit()):
+        return False
+    lines = "\n".join(ids)  # (only digits in it: the lines are the ids)
+    return lines[0] != "0" and "\n0" not in lines
 
 
 def _sort_by_tie(rows: list[QueueRow], reverse: bool, sort: Callable[..., None],
@@ -249,7 +264,7 @@ def _sort_by_tie(rows: list[QueueRow], reverse: bool, sort: Callable[..., None],
     """`sort` by the tie time, then gpuq's job-id order (`job_id_key`), without a key
     per row where it can (200,000 keys cost more than the rest of the sort)."""
     ids = list(map(_job_id, rows))
-    if _PLAIN_IDS.fullmatch("\n".join(ids) + "\n") is not None:
+    if _plain_numbers(ids):
         # Plain numbers (Slurm's, most snapshots'): by the number first, the same order; rows
         # already in it (a snapshot lists its jobs by id, up or down) are left or turned round.
         numbers = list(map(int, ids))

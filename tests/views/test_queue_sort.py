@@ -221,3 +221,11 @@ def test_the_id_text_orders_as_the_job_id_key(a: str, b: str) -> None:
     ka, kb = job_id_key(a), job_id_key(b)
     ta, tb = q._id_text(_row(a, 1.0, 0.0, 1, "low", "u")), q._id_text(_row(b, 1.0, 0.0, 1, "low", "u"))
     assert (ka < kb, ka == kb) == (ta < tb, ta == tb)
+
+
+def test_an_id_with_a_line_break_is_no_plain_number() -> None:
+    """Ids are outside text: one holding a line break among plain numbers must neither pass for
+    numbers (int() would fail on it) nor end the sort."""
+    rows = [_row(i, 1.0, 10.0, 1, "low", "a") for i in ("10", "1\n2", "3")]
+    q.sort_rows(rows)
+    assert [r.job.id for r in rows] == sorted(["10", "1\n2", "3"], key=job_id_key)
