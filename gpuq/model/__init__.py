@@ -42,6 +42,8 @@ __all__ = [
     "NodeState",
     "PreemptionEvent",
     "PreviewRequest",
+    "Queue",
+    "QueuePolicy",
     "Snapshot",
     "Timestamp",
     "from_epoch",
@@ -178,6 +180,37 @@ class JobClass(msgspec.Struct, frozen=True, gc=False):
         return not isinstance(allowed, tuple) or victim_class in allowed
 
 
+class QueuePolicy(StrEnum):
+    """Whom a queue manager lets a job preempt among the jobs it admitted (Kueue's ClusterQueue
+    ``preemption`` policies ``Never``, ``LowerPriority``, ``LowerOrNewerEqualPriority``, ``Any``)."""
+
+    NEVER = "never"
+    LOWER_PRIORITY = "lower_priority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "lower_or_newer_equal_priority"
+    ANY = "any"
+
+
+class Queue(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """A queue a queue manager admits jobs through, and whom it lets them preempt (Kueue: a
+    ClusterQueue and its ``spec.preemption``; unset fields are Kueue's defaults, ``Never``).
+
+    `within_queue`: jobs admitted through this same queue; `reclaim_within_cohort`: jobs admitted
+    through another queue of the same `cohort` (Kueue takes those only while their queue uses more
+    than its nominal quota, which gpuq does not check). Priorities compared are the queue
+    manager's (`Job.queue_priority`)."""
+
+    name: str
+    cohort: str | None = None
+    within_queue: QueuePolicy = QueuePolicy.NEVER
+    reclaim_within_cohort: QueuePolicy = QueuePolicy.NEVER
+
+    @property
+    def preempts_nothing(self) -> bool:
+        """Whether a job of this queue may preempt no job at all."""
+        never = QueuePolicy.NEVER
+        return self.within_queue is never and (self.cohort is None or self.reclaim_within_cohort is never)
+
+
 class Node(msgspec.Struct, frozen=True, gc=False):
     name: str
     gpus: NodeGpus
@@ -238,6 +271,11 @@ class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"jo
     #: the last resume of this run after a suspension; the suspension kept the run's progress,
     #: so the work a preemption would lose counts from here (or a later checkpoint)
     resumed_time: Timestamp | None = None
+    #: the queue its queue manager admitted it through or holds it in (Kueue: the Workload's
+    #: ClusterQueue, `Snapshot.queues`), and the priority it orders and preempts by there where
+    #: that is not `priority` (Kueue: a pod's Workload's ``spec.priority``)
+    queue: str | None = None
+    queue_priority: Priority | None = None
 
     @property
     def is_pending(self) -> bool:
@@ -306,6 +344,8 @@ class Snapshot:
     nodes: tuple[Node, ...] = ()
     jobs: tuple[Job, ...] = ()
     preemption_events: tuple[PreemptionEvent, ...] = ()
+    #: the queue manager's queues and their preemption rules (Kueue's ClusterQueues)
+    queues: tuple[Queue, ...] = ()
     # Derived indexes (`derived`), built on first use. The snapshot never changes, so they never
     # go stale.
     _derived: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -358,6 +398,9 @@ class Snapshot:
         """Running jobs per node they occupy, those marked `conflict` left out (do not mutate)."""
         return self._placement_index()[1]
 
+    def queue(self, name: str) -> Queue | None:
+        return next((q for q in self.queues if q.name == name), None)
+
     def job_class(self, name: str) -> JobClass | None:
         for cls in self.classes:
             if cls.name == name:
@@ -389,6 +432,7 @@ class PreviewRequest(msgspec.Struct, frozen=True):
     queued_since: float | None = None
     hints: Mapping[str, str] = msgspec.field(default_factory=dict)
     priority_note: str | None = None
-    #: placement rules of the job asked about (`Job.max_nodes`, `Job.admitted_by`)
+    #: placement rules of the job asked about (`Job.max_nodes`, `Job.admitted_by`, `Job.queue`)
     max_nodes: int | None = None
     admitted_by: str | None = None
+    queue: str | None = None

@@ -28,6 +28,7 @@ from gpuq.policy.cover import Best, Item, Share, greedy_cover, per_gpu_order, se
 from gpuq.policy.plan import Candidate, Plan
 from gpuq.policy.pruning import PrunedOrder
 from gpuq.policy.rules import (
+    QueueStanding,
     Reason,
     effective_priority,
     effective_priority_of,
@@ -73,6 +74,7 @@ def request_for_job(job: Job) -> PreviewRequest:
         queued_since=job.queued_since.timestamp() if job.state is JobState.PENDING else None,
         max_nodes=job.max_nodes,
         admitted_by=job.admitted_by,
+        queue=job.queue,
     )
 
 
@@ -99,6 +101,8 @@ class _Context:
     #: the requester's class and queue manager: the cluster's own rules of whom it may preempt
     requester_class: JobClass
     admitted_by: str | None = None
+    #: the requester's queue under its queue manager, where the snapshot has its rules
+    queue: QueueStanding | None = None
     classes: dict[str, JobClass] = field(default_factory=dict)
     victims: dict[str, _Victim] = field(default_factory=dict)
     quick: dict[str, tuple[float, bool]] = field(default_factory=dict)
@@ -107,7 +111,8 @@ class _Context:
     native_rules: bool = False
 
     def __post_init__(self) -> None:
-        self.native_rules = self.admitted_by is not None or isinstance(self.requester_class.may_preempt, tuple)
+        self.native_rules = (self.admitted_by is not None or self.queue is not None
+                             or isinstance(self.requester_class.may_preempt, tuple))  # fmt: skip
         # Without min-runtime and cap rules, a job is protected only by exemption, class or delta.
         self.fast_rules = (self.policy.min_runtime_s <= 0 and self.policy.max_preemptions_per_day <= 0
                            and not self.native_rules)  # fmt: skip
@@ -115,7 +120,8 @@ class _Context:
     def protection(self, job: Job) -> tuple[Reason, str] | None:
         """Every rule that can protect `job` from this requester (gpuq's policy, the cluster's)."""
         return protection(job, self.cls(job.job_class), self.requester_priority, self.policy, self.now,
-                          requester=self.requester_class, admitted_by=self.admitted_by)  # fmt: skip
+                          requester=self.requester_class, admitted_by=self.admitted_by,
+                          queue=self.queue)  # fmt: skip
 
     def cls(self, name: str) -> JobClass:
         found = self.classes.get(name)
@@ -440,6 +446,23 @@ def _plan_multi(ctx: _Context, request: PreviewRequest, nodes: list[Node], free:
                 spared=tuple(spared_list), freed_gpus=freed, total_cost=sum(v.cost for v in picked))
 
 
+def _queue_standing(
+    snapshot: Snapshot, request: PreviewRequest, cls: JobClass, priority: float
+) -> QueueStanding | None:
+    """The requester's queue and its rules, for a request its queue manager holds back (Kueue:
+    a Workload waiting in a ClusterQueue the snapshot has); None where there are none to apply."""
+    if request.admitted_by is None or request.queue is None:
+        return None
+    queue = snapshot.queue(request.queue)
+    if queue is None:
+        return None
+    # Kueue compares Workload priorities: the request's own (a bump's new one), not gpuq's aged
+    # one; an urgent request at gpuq's urgent priority (the bump writes the highest class)
+    base = request.priority if request.priority is not None else cls.priority
+    cohorts = snapshot.derived("policy.cohorts", lambda: {q.name: q.cohort for q in snapshot.queues})
+    return QueueStanding(queue, priority if request.urgent else float(base), cohorts)
+
+
 def plan_preemption(snapshot: Snapshot, policy: Policy, request: PreviewRequest, now: float) -> Plan:
     """Which running jobs `request` would preempt under `policy` at `now`, and why."""
     notes: list[str] = []
@@ -462,9 +485,10 @@ def plan_preemption(snapshot: Snapshot, policy: Policy, request: PreviewRequest,
                     would_preempt=False, nodes=(), victims=(), spared=(), freed_gpus=0, total_cost=0.0,
                     blocked=f"asks for {request.gpus} GPUs on {on}, but the largest node has {largest}",
                     notes=tuple(notes))  # fmt: skip
+    requester_class = class_of(snapshot, policy, request.job_class or "")
+    standing = _queue_standing(snapshot, request, requester_class, priority)
     ctx = _Context(snapshot=snapshot, policy=policy, now=now, requester_priority=priority, exclude=request.job_id,
-                   requester_class=class_of(snapshot, policy, request.job_class or ""),
-                   admitted_by=request.admitted_by)  # fmt: skip
+                   requester_class=requester_class, admitted_by=request.admitted_by, queue=standing)  # fmt: skip
     free = free_gpus(snapshot)
     if request.gpus <= largest:
         plan = _plan_single(ctx, request, nodes, free)
@@ -474,6 +498,11 @@ def plan_preemption(snapshot: Snapshot, policy: Policy, request: PreviewRequest,
         # (say the one reason that matters rather than every candidate's)
         plan = msgspec.structs.replace(
             plan, blocked=f"the cluster lets class {ctx.requester_class.name} preempt no job (it waits for free GPUs)")
+    elif plan.blocked is not None and plan.feasible and standing is not None and standing.queue.preempts_nothing:
+        queue = standing.queue
+        rules = "withinClusterQueue: Never" + (", reclaimWithinCohort: Never" if queue.cohort else ", no cohort")
+        blocked = f"the cluster lets it preempt no job: Kueue's ClusterQueue {queue.name} has {rules}"
+        plan = msgspec.structs.replace(plan, blocked=f"{blocked} (it waits for free quota)")
     if notes:
         plan = msgspec.structs.replace(plan, notes=tuple(notes))
     return plan

@@ -10,9 +10,11 @@ protection holds in words.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 
-from gpuq.model import Job, JobClass, JobState
+from gpuq.model import Job, JobClass, JobState, Queue, QueuePolicy
 from gpuq.policy.config import Policy
 from gpuq.policy.kernel import (
     aged_priority,
@@ -33,6 +35,7 @@ from gpuq.policy.kernel import (
 from gpuq.timefmt import format_duration, format_time
 
 __all__ = [
+    "QueueStanding",
     "Reason",
     "aged_priority",
     "capped",
@@ -49,6 +52,7 @@ __all__ = [
     "over_urgent_quota",
     "protected_until",
     "protection",
+    "queue_protection",
     "recent_preemptions",
     "requester_priority_of",
     "standing_protection",
@@ -163,13 +167,74 @@ def standing_protection(victim: Job, cls: JobClass, policy: Policy, now: float) 
     return None
 
 
-def cluster_protection(victim: Job, requester: JobClass, admitted_by: str | None) -> tuple[Reason, str] | None:
+@dataclass(frozen=True, slots=True)
+class QueueStanding:
+    """A requester's place under its queue manager: the queue it waits in (`Job.queue`), its
+    priority there, and the cohort of every queue of the snapshot (`Snapshot.queues`)."""
+
+    queue: Queue
+    priority: float
+    cohorts: Mapping[str, str | None]
+
+
+#: Kueue's own words for each policy (what its ClusterQueue spec says)
+_KUEUE_WORDS = {
+    QueuePolicy.NEVER: "Never",
+    QueuePolicy.LOWER_PRIORITY: "LowerPriority",
+    QueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY: "LowerOrNewerEqualPriority",
+    QueuePolicy.ANY: "Any",
+}
+
+
+def queue_protection(victim: Job, standing: QueueStanding) -> tuple[Reason, str] | None:
+    """What keeps the queue manager (Kueue) from preempting `victim`, a job it admitted, for a
+    requester of `standing`: a job of the same queue only as ``withinClusterQueue`` allows, one
+    of another queue of the same cohort only as ``reclaimWithinCohort`` allows, none elsewhere.
+    Priorities are the queue manager's (Kueue: the Workloads' ``spec.priority``), not gpuq's
+    effective ones; None when it could take the victim."""
+    queue = standing.queue
+    where = victim.queue
+    if where is None:
+        return Reason.CLUSTER, f"its ClusterQueue is unknown, so Kueue's ClusterQueue {queue.name} may not take it"
+    if where == queue.name:
+        policy, field = queue.within_queue, "withinClusterQueue"
+    elif queue.cohort is not None and standing.cohorts.get(where) == queue.cohort:
+        policy, field = queue.reclaim_within_cohort, "reclaimWithinCohort"
+    else:
+        return Reason.CLUSTER, (f"in Kueue ClusterQueue {where}, outside ClusterQueue {queue.name}"
+                                + (f"'s cohort {queue.cohort}" if queue.cohort else " (no cohort)")
+                                + ": Kueue preempts only within the queue or its cohort")  # fmt: skip
+    rule = f"Kueue's ClusterQueue {queue.name} ({field}: {_KUEUE_WORDS[policy]})"
+    if policy is QueuePolicy.ANY:
+        return None
+    if policy is QueuePolicy.NEVER:
+        return Reason.CLUSTER, f"{rule} lets its workloads preempt none " + (
+            "in the same queue" if where == queue.name else "in the rest of its cohort")
+    mine = standing.priority
+    theirs = victim.queue_priority if victim.queue_priority is not None else victim.priority
+    if mine > theirs:
+        return None
+    gap = f"Workload priority {theirs} against the requester's {mine:g}"
+    if policy is QueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY and mine == theirs:
+        return Reason.CLUSTER, (f"{rule}: {gap}, equal; Kueue takes an equal one only if it is newer, "
+                                "which gpuq does not judge")  # fmt: skip
+    return Reason.CLUSTER, f"{rule} preempts only lower-priority workloads: {gap}"
+
+
+def cluster_protection(
+    victim: Job, requester: JobClass, admitted_by: str | None, queue: QueueStanding | None = None
+) -> tuple[Reason, str] | None:
     """What keeps the cluster itself from preempting `victim` for a requester of class
-    `requester` (admitted by `admitted_by`), whatever gpuq's policy says: a queue manager (Kueue)
-    preempts only jobs it admitted, and a class preempts only the classes the cluster lets it
+    `requester` (admitted by `admitted_by`, waiting in `queue`), whatever gpuq's policy says: a
+    queue manager (Kueue) preempts only jobs it admitted, and only as the requester's queue allows
+    (`queue_protection`), and a class preempts only the classes the cluster lets it
     (`JobClass.may_take`). None when the cluster could take it."""
     if admitted_by is not None and victim.admitted_by != admitted_by:
         return Reason.CLUSTER, f"not admitted by {admitted_by}, which preempts only jobs it admitted"
+    if queue is not None:
+        found = queue_protection(victim, queue)
+        if found is not None:
+            return found
     allowed = requester.may_preempt
     if isinstance(allowed, tuple) and victim.job_class not in allowed:
         if not allowed:
@@ -188,6 +253,7 @@ def protection(
     *,
     requester: JobClass | None = None,
     admitted_by: str | None = None,
+    queue: QueueStanding | None = None,
 ) -> tuple[Reason, str] | None:
     """The first rule that protects `victim` from a preemptor of `preemptor_priority`, or None:
     a standing protection, the cluster's own rules for a requester of class `requester`
@@ -196,7 +262,7 @@ def protection(
     if standing is not None:
         return standing
     if requester is not None:
-        native = cluster_protection(victim, requester, admitted_by)
+        native = cluster_protection(victim, requester, admitted_by, queue)
         if native is not None:
             return native
     victim_priority = effective_priority(victim, cls, policy, now)

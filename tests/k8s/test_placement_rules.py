@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.k8s.conftest import Gpuq, Target
+from gpuq.backends.kubernetes import KubernetesBackend
+from tests.clock import FixedClock
+from tests.k8s.conftest import NOW, Gpuq, Target
 from tests.k8s.double import FIXTURES
 from tests.k8s.writes import WritableDouble
 
@@ -125,3 +127,73 @@ def test_a_kueue_bump_preview_lists_only_workloads_kueue_admitted(gpuq: Gpuq, ku
     assert marked["ml-team-a/train-llama-70b-m9vtd"] is None  # pending: kube-scheduler places it
     assert marked["ml-team-b/job-sweep-lr-9c7d4"] == "kueue"  # a workload Kueue holds back
     assert marked["ml-team-b/sweep-lr-4wz8n"] is None
+
+
+def _cluster_queues(**preemption: object) -> bytes:
+    """The recorded ClusterQueue list, gpu-cq's ``spec.preemption`` replaced (none: the field gone)."""
+    doc = json.loads((FIXTURES / "54-kueue-clusterqueues.json").read_bytes())
+    spec = doc["items"][0]["spec"]
+    if preemption:
+        spec["preemption"] = preemption
+    else:
+        del spec["preemption"]
+    return json.dumps(doc).encode()
+
+
+def test_the_cluster_queues_rules_are_in_the_snapshot(gpuq: Gpuq, kueue_lab: WritableDouble) -> None:
+    """54: gpu-cq, withinClusterQueue LowerPriority, reclaimWithinCohort Any, no cohort; a pod of
+    an admitted workload carries its ClusterQueue and Workload priority, a waiting workload the
+    ClusterQueue of its LocalQueue (55)."""
+    snapshot = _json(gpuq("--backend", "k8s", "snapshot"))
+    assert snapshot["queues"] == [{"name": "gpu-cq", "within_queue": "lower_priority", "reclaim_within_cohort": "any"}]
+    jobs = {j["id"]: j for j in snapshot["jobs"]}
+    train = jobs["ml-team-a/train-llama-70b-7x2kq"]
+    assert (train["queue"], train["queue_priority"]) == ("gpu-cq", 1000)
+    assert jobs["ml-team-a/job-urgent-finetune-b81e0"]["queue"] == "gpu-cq"  # (team-a-queue → gpu-cq)
+    assert "queue" not in jobs["ml-team-b/sweep-lr-4wz8n"]  # (no workload Kueue admitted runs it)
+
+
+@pytest.mark.parametrize("preemption", [{"withinClusterQueue": "Never", "reclaimWithinCohort": "Any"}, {}],
+                         ids=["Never", "Kueue's default"])  # fmt: skip
+def test_a_cluster_queue_that_never_preempts_gets_no_victim(gpuq: Gpuq, kueue_lab: WritableDouble,
+                                                            preemption: dict[str, str]) -> None:  # fmt: skip
+    """The bump preview of test_a_kueue_bump_preview_lists_only_workloads_kueue_admitted, with gpu-cq
+    preempting nothing: gpuq's priority rule would take train-llama-70b's pod; Kueue would not."""
+    kueue_lab.reply("GET", "/apis/kueue.x-k8s.io/v1beta2/workloads", status=200, body=_sweep_on_one_pod_of_5_gpus(),
+                    times=10)  # fmt: skip
+    kueue_lab.reply("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", status=200,
+                    body=_cluster_queues(**preemption), times=10)  # fmt: skip
+    never = ("the cluster lets it preempt no job: Kueue's ClusterQueue gpu-cq has withinClusterQueue: Never, no "
+             "cohort (it waits for free quota)")  # fmt: skip
+    sweep = "ml-team-b/job-sweep-lr-9c7d4"
+    preview = _json(gpuq("--backend", "k8s", "bump", sweep, "--urgent", "--dry-run", "-o", "json"))["preview"]
+    assert (preview["victims"], preview["blocked"]) == ([], never)
+    spared = {s["id"]: s["detail"] for s in preview["spared"] if s["reason"] == "cluster"}
+    assert spared["ml-team-a/train-llama-70b-7x2kq"] == (
+        "Kueue's ClusterQueue gpu-cq (withinClusterQueue: Never) lets its workloads preempt none in the same queue")
+    job = _json(gpuq("--backend", "k8s", "job", sweep, "-o", "json"))
+    assert not any("could preempt" in line for line in job["explanation"])
+    overview = _json(gpuq("--backend", "k8s", "overview", "-o", "json"))
+    assert all(row["victims"] == [] for row in overview["top_pending"] if row["id"] == sweep)
+
+
+def test_a_policy_gpuq_does_not_know_reads_as_never_and_is_said(gpuq: Gpuq, kueue_lab: WritableDouble,
+                                                                tmp_path: Path) -> None:  # fmt: skip
+    """A value no Kueue gpuq knows (a newer one's, a wrong type) reads as Never, and the backend
+    says which (`Capabilities.notes`), its control characters escaped."""
+    odd = _cluster_queues(withinClusterQueue="Sometimes\u001b[2J", reclaimWithinCohort=7)
+    kueue_lab.reply("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", status=200, body=odd, times=10)
+    result = gpuq("--backend", "k8s", "preview", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    assert _json(gpuq("--backend", "k8s", "snapshot"))["queues"] == [{"name": "gpu-cq"}]  # (Never, Never: unwritten)
+    backend = KubernetesBackend(kubeconfig=str(kueue_lab.kubeconfig(tmp_path / "kubeconfig")), watch=False,
+                                clock=FixedClock(NOW))  # fmt: skip
+    try:
+        backend.snapshot()
+        notes = backend.capabilities.notes
+    finally:
+        backend.close()
+    assert notes == ("ClusterQueue gpu-cq: spec.preemption.withinClusterQueue 'Sometimes\\x1b[2J' is not one of "
+                     "Never, LowerPriority, LowerOrNewerEqualPriority: read as Never",
+                     "ClusterQueue gpu-cq: spec.preemption.reclaimWithinCohort '7' is not one of Never, LowerPriority, "
+                     "Any: read as Never")  # fmt: skip

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import msgspec
 
-from gpuq.model import JobClass, JobState, Node, PreviewRequest, Snapshot
+from gpuq.model import JobClass, JobState, Node, PreviewRequest, Queue, QueuePolicy, Snapshot
 from gpuq.model.codec import decode_snapshot, encode_snapshot
 from gpuq.policy.config import UNGUARDED_POLICY as MECHANISM  # (Δ 0, no minimum runtime: the rules alone)
 from gpuq.policy.engine import plan_preemption, request_for_job
@@ -108,3 +108,90 @@ def test_the_rules_travel_in_the_snapshot_file_only_where_set() -> None:
     back = decode_snapshot(data)
     assert back.classes == s.classes and back.jobs == s.jobs
     assert encode_snapshot(back) == data
+
+
+# ---------------------------------------------------------------------------- a queue manager's queues
+
+KUEUE_CLASSES = (JobClass("hi", 1000), JobClass("mid", 500), JobClass("lo", 100))
+
+
+def admitted(jid: str, node: str, queue: str, priority: int, ran: float = 9000.0) -> object:
+    """A running pod of a Workload Kueue admitted through `queue` at Workload priority `priority`
+    (the pod itself at priority 0: its Job names a WorkloadPriorityClass, not a PriorityClass)."""
+    return make_job(jid, jid, "u", "t", "lo", 0, RUN, NOW - ran - 60, 4, start_time=NOW - ran,
+                    allocation={node: range(4)}, admitted_by="kueue", queue=queue, queue_priority=priority)  # fmt: skip
+
+
+def kueue_snap(*jobs: object, queues: tuple[Queue, ...]) -> Snapshot:
+    nodes = (Node("n1", 4), Node("n2", 4), Node("n3", 4))
+    s = make_snapshot("k", "kubernetes", NOW, KUEUE_CLASSES, nodes, jobs)  # type: ignore[arg-type]
+    return Snapshot(s.cluster, s.backend, s.taken_at, s.classes, s.nodes, s.jobs, s.preemption_events, queues)
+
+
+def waiting(queue: str, priority: int = 500) -> PreviewRequest:
+    return PreviewRequest(gpus=4, job_class="mid", priority=priority, admitted_by="kueue", queue=queue)
+
+
+def test_a_cluster_queue_that_never_preempts_waits_for_quota() -> None:
+    """withinClusterQueue Never: gpuq's priority rule alone would take either pod; Kueue neither."""
+    never = Queue("cq", within_queue=QueuePolicy.NEVER)
+    s = kueue_snap(admitted("a", "n1", "cq", 100), admitted("b", "n2", "cq", 100), admitted("c", "n3", "cq", 100),
+                   queues=(never,))  # fmt: skip
+    plan = plan_preemption(s, MECHANISM, waiting("cq"), NOW)
+    assert not plan.would_preempt and plan.victims == () and plan.feasible
+    assert plan.blocked == ("the cluster lets it preempt no job: Kueue's ClusterQueue cq has withinClusterQueue: "
+                            "Never, no cohort (it waits for free quota)")  # fmt: skip
+    assert {c.reason for c in plan.spared} == {Reason.CLUSTER}
+    assert "withinClusterQueue: Never" in plan.spared[0].detail
+    # the same cluster without the ClusterQueue's rule: gpuq's plan takes one
+    assert plan_preemption(kueue_snap(*s.jobs, queues=()), MECHANISM, waiting("cq"), NOW).would_preempt
+
+
+def test_lower_priority_compares_the_workloads_priorities() -> None:
+    """The pods run at priority 0; Kueue compares their Workloads' priorities (queue_priority)."""
+    lower = Queue("cq", within_queue=QueuePolicy.LOWER_PRIORITY)
+    s = kueue_snap(admitted("equal", "n1", "cq", 500, ran=60.0), admitted("higher", "n2", "cq", 900, ran=60.0),
+                   admitted("lower", "n3", "cq", 100), queues=(lower,))  # fmt: skip
+    plan = plan_preemption(s, MECHANISM, waiting("cq"), NOW)
+    assert [v.job_id for v in plan.victims] == ["lower"]
+    spared = {c.job_id: c.detail for c in plan.spared}
+    assert spared["equal"] == ("Kueue's ClusterQueue cq (withinClusterQueue: LowerPriority) preempts only lower-"
+                               "priority workloads: Workload priority 500 against the requester's 500")  # fmt: skip
+    newer = Queue("cq", within_queue=QueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY)
+    plan = plan_preemption(kueue_snap(*s.jobs, queues=(newer,)), MECHANISM, waiting("cq"), NOW)
+    assert [v.job_id for v in plan.victims] == ["lower"]
+    assert "equal; Kueue takes an equal one only if it is newer" in {c.job_id: c.detail for c in plan.spared}["equal"]
+
+
+def test_other_queues_only_within_the_cohort_as_reclaim_allows() -> None:
+    queues = (Queue("mine", cohort="all", within_queue=QueuePolicy.NEVER, reclaim_within_cohort=QueuePolicy.ANY),
+              Queue("peer", cohort="all"), Queue("alone"))  # fmt: skip
+    s = kueue_snap(admitted("same", "n1", "mine", 100), admitted("peer", "n2", "peer", 900),
+                   admitted("alone", "n3", "alone", 100), queues=queues)  # fmt: skip
+    plan = plan_preemption(s, MECHANISM, waiting("mine"), NOW)
+    assert [v.job_id for v in plan.victims] == ["peer"]  # (Any: whatever its priority)
+    spared = {c.job_id: c.detail for c in plan.spared}
+    assert spared["alone"].startswith("in Kueue ClusterQueue alone, outside ClusterQueue mine's cohort all")
+    assert spared["same"].endswith("lets its workloads preempt none in the same queue")
+    lower = (msgspec.structs.replace(queues[0], reclaim_within_cohort=QueuePolicy.LOWER_PRIORITY), *queues[1:])
+    plan = plan_preemption(kueue_snap(*s.jobs, queues=lower), MECHANISM, waiting("mine"), NOW)
+    assert plan.victims == () and not plan.blocked.startswith("the cluster lets it")  # (it may reclaim lower ones)
+
+
+def test_an_urgent_request_counts_at_the_urgent_priority_and_queues_travel_in_the_file() -> None:
+    lower = Queue("cq", cohort="all", within_queue=QueuePolicy.LOWER_PRIORITY)
+    top = 2 * MECHANISM.urgent_priority  # (above the urgent priority: never taken)
+    s = kueue_snap(admitted("higher", "n1", "cq", 900), admitted("x", "n2", "cq", top), admitted("y", "n3", "cq", top),
+                   queues=(lower,))  # fmt: skip
+    assert plan_preemption(s, MECHANISM, waiting("cq"), NOW).victims == ()
+    request = msgspec.structs.replace(waiting("cq"), urgent=True)
+    assert [v.job_id for v in plan_preemption(s, MECHANISM, request, NOW).victims] == ["higher"]
+    data = encode_snapshot(s)
+    doc = msgspec.json.decode(data)
+    assert doc["queues"] == [{"name": "cq", "cohort": "all", "within_queue": "lower_priority"}]
+    assert (doc["jobs"][0]["queue"], doc["jobs"][0]["queue_priority"]) == ("cq", 900)
+    back = decode_snapshot(data)
+    assert back.queues == s.queues and back.jobs == s.jobs and encode_snapshot(back) == data
+    # a file without queues (older gpuq) loads, and is written back without them
+    old = kueue_snap(running("1", "lo", "n1", 4, 60.0), queues=())
+    assert b"queues" not in encode_snapshot(old) and decode_snapshot(encode_snapshot(old)).queues == ()

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
-from gpuq.backends.kubernetes.kueue import Workload, WorkloadPriorityClass
+from gpuq.backends.kubernetes.kueue import ClusterQueue, Workload, WorkloadPriorityClass
 from gpuq.backends.kubernetes.wire import Condition, Node, Pod, PriorityClass
 from gpuq.errors import BadInput
 from gpuq.model import (
@@ -34,9 +34,12 @@ from gpuq.model import (
     JobState,
     NodeState,
     PreemptionEvent,
+    Queue,
+    QueuePolicy,
     time_in_range,
 )
 from gpuq.model import Node as ModelNode
+from gpuq.textsafe import visible
 
 __all__ = [
     "CHECKPOINT_ANNOTATION",
@@ -47,6 +50,7 @@ __all__ = [
     "SYSTEM_PRIORITY_MIN",
     "USER_ANNOTATION",
     "admitted_owners",
+    "cluster_queue",
     "job_class",
     "merged_times",
     "model_node",
@@ -362,18 +366,49 @@ def workload_job(workload: Workload, *, no_class: str = NO_CLASS) -> Job | None:
     )
 
 
-def admitted_owners(workloads: Iterable[Workload]) -> set[str]:
+def admitted_owners(workloads: Iterable[Workload]) -> dict[str, Workload]:
     """What runs each workload Kueue admitted (holds quota for, not finished), as `Job.owner`
-    keys (``Kind/namespace/name``; a plain pod's workload: the pod's own ``namespace/name``):
-    the pods of those are the jobs Kueue may preempt."""
-    out: set[str] = set()
+    keys (``Kind/namespace/name``; a plain pod's workload: the pod's own ``namespace/name``),
+    with the workload: the pods of those are the jobs Kueue may preempt."""
+    out: dict[str, Workload] = {}
     for workload in workloads:
         owner = workload.metadata.controller
         if owner is None or not workload.is_true("QuotaReserved") or workload.is_true("Finished"):
             continue
         namespace = workload.metadata.namespace
-        out.add(f"{namespace}/{owner.name}" if owner.kind == "Pod" else f"{owner.kind}/{namespace}/{owner.name}")
+        out[f"{namespace}/{owner.name}" if owner.kind == "Pod" else f"{owner.kind}/{namespace}/{owner.name}"] = workload
     return out
+
+
+#: Kueue's values of ``withinClusterQueue`` and ``reclaimWithinCohort`` (its CRD's enums)
+_WITHIN = {"Never": QueuePolicy.NEVER, "LowerPriority": QueuePolicy.LOWER_PRIORITY,
+           "LowerOrNewerEqualPriority": QueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY}  # fmt: skip
+_RECLAIM = {"Never": QueuePolicy.NEVER, "LowerPriority": QueuePolicy.LOWER_PRIORITY, "Any": QueuePolicy.ANY}
+
+
+def cluster_queue(cq: ClusterQueue) -> tuple[Queue, tuple[str, ...]]:
+    """A ClusterQueue's cohort and preemption rules, and what in them could not be read, in words
+    for the operator. An absent policy is Kueue's default, ``Never``; one gpuq does not know (a
+    newer Kueue's, a wrong type) is read as ``Never`` too, so gpuq names no victim Kueue might
+    not take."""
+    spec = cq.spec
+    found = spec.preemption
+    problems: list[str] = []
+
+    def policy(value: object, known: dict[str, QueuePolicy], field: str) -> QueuePolicy:
+        if value is None or value == "":
+            return QueuePolicy.NEVER
+        if isinstance(value, str) and value in known:
+            return known[value]
+        shown = visible(value if isinstance(value, str) else msgspec.json.encode(value).decode())
+        problems.append(f"ClusterQueue {visible(cq.metadata.name)}: spec.preemption.{field} '{shown}' is not one of "
+                        f"{', '.join(known)}: read as Never")  # fmt: skip
+        return QueuePolicy.NEVER
+
+    within = policy(None if found is None else found.within_cluster_queue, _WITHIN, "withinClusterQueue")
+    reclaim = policy(None if found is None else found.reclaim_within_cohort, _RECLAIM, "reclaimWithinCohort")
+    queue = Queue(cq.metadata.name, spec.cohort or spec.cohort_name or None, within, reclaim)
+    return queue, tuple(problems)
 
 
 def workload_class(wpc: WorkloadPriorityClass) -> JobClass:

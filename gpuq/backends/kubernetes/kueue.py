@@ -9,6 +9,7 @@ recorded v1beta2 bodies (tests/fixtures/k8s/5x-6x). v1beta2 names a Workload's c
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import msgspec
 
@@ -22,6 +23,7 @@ __all__ = [
     "LocalQueue",
     "LocalQueueList",
     "PodSet",
+    "Preemption",
     "PodSetAssignment",
     "PriorityClassRef",
     "RequeueState",
@@ -156,15 +158,19 @@ class _ResourceGroup(_Wire):
     flavors: tuple[_FlavorQuotas, ...] = ()
 
 
-class _Preemption(_Wire):
-    within_cluster_queue: str = ""
-    reclaim_within_cohort: str = ""
+class Preemption(_Wire):
+    """A ClusterQueue's ``spec.preemption`` (``borrowWithinCohort`` is not read). The policies are
+    read as any JSON value: one gpuq does not know is reported, never a failed list."""
+
+    within_cluster_queue: Any = None
+    reclaim_within_cohort: Any = None
 
 
 class _ClusterQueueSpec(_Wire):
     cohort: str = ""
+    cohort_name: str = ""  # (the name some versions give the field)
     resource_groups: tuple[_ResourceGroup, ...] = ()
-    preemption: _Preemption | None = None
+    preemption: Preemption | None = None
 
 
 class ClusterQueue(_Wire):

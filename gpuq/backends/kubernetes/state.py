@@ -3,8 +3,9 @@ model objects derived from them, updated per event.
 
 Resources: pods (only those requesting GPUs are kept), nodes (only those with GPUs), PriorityClasses,
 PodDisruptionBudgets, ``Preempted`` Events, and — when discovery shows the ``kueue.x-k8s.io``
-group — Kueue Workloads and WorkloadPriorityClasses. A watch event re-converts only the object it
-names (a pod's Job, the per-node GPU count it changes; an Event's pod), so applying one costs the
+group — Kueue Workloads, WorkloadPriorityClasses, ClusterQueues and LocalQueues. A watch event
+re-converts only the object it names (a pod's Job, the per-node GPU count it changes; an Event's
+pod), so applying one costs the
 same on 150,000 pods as on ten (benchmarks/README.md). `snapshot` assembles the model from what
 is cached.
 
@@ -33,6 +34,7 @@ from gpuq.backends.kubernetes.convert import (
     KUEUE,
     NO_CLASS,
     admitted_owners,
+    cluster_queue,
     job_class,
     model_node,
     pod_job,
@@ -44,14 +46,15 @@ from gpuq.backends.kubernetes.convert import (
 )
 from gpuq.backends.kubernetes.listwatch import DEFAULT_PAGE, Informer, ResourceSpec, Store
 from gpuq.errors import NotFound, PermissionDenied
-from gpuq.model import Job, JobClass, PreemptionEvent, Snapshot
+from gpuq.model import Job, JobClass, PreemptionEvent, Queue, Snapshot
 from gpuq.model import Node as ModelNode
 from gpuq.model.placement import mark_conflicts
 
 __all__ = ["OPTIONAL", "ClusterState", "resource_specs"]
 
 #: resources whose absence degrades a feature (the others are needed)
-OPTIONAL = frozenset({"nodes", "priorityclasses", "pdbs", "events", "workloads", "workloadpriorityclasses"})
+OPTIONAL = frozenset({"nodes", "priorityclasses", "pdbs", "events", "workloads", "workloadpriorityclasses",
+                      "clusterqueues", "localqueues"})  # fmt: skip
 
 _DEGRADED = {
     "nodes": "no right to list nodes: GPU occupancy from pods only (node sizes, GPU models and states unknown)",
@@ -60,6 +63,10 @@ _DEGRADED = {
     "events": "no right to list Events: preemptions from pod conditions only",
     "workloads": "no right to list Kueue Workloads: jobs Kueue holds back are not shown",
     "workloadpriorityclasses": "no right to list Kueue WorkloadPriorityClasses: their values are unknown",
+    "clusterqueues": "no right to list Kueue ClusterQueues: their preemption rules are unknown (a waiting "
+                     "workload's plan keeps only to the workloads Kueue admitted)",
+    "localqueues": "no right to list Kueue LocalQueues: a waiting workload's ClusterQueue is unknown (its plan keeps "
+                   "only to the workloads Kueue admitted)",
 }
 
 
@@ -116,6 +123,12 @@ def kueue_specs(version: str, namespace: str | None) -> dict[str, ResourceSpec[A
             f"{base}/workloadpriorityclasses",
             kueue.WorkloadPriorityClassList,
             kueue.WorkloadPriorityClass,
+        ),  # fmt: skip
+        "clusterqueues": ResourceSpec(
+            "clusterqueues", f"{base}/clusterqueues", kueue.ClusterQueueList, kueue.ClusterQueue
+        ),  # fmt: skip
+        "localqueues": ResourceSpec(
+            "localqueues", _scoped(f"{base}/localqueues", namespace), kueue.LocalQueueList, kueue.LocalQueue
         ),  # fmt: skip
     }
 
@@ -220,6 +233,7 @@ class ClusterState:
         with self.lock:
             found = [_DEGRADED[name] for name, inf in self.informers.items() if inf.store.denied
                      and not inf.store.denied.startswith("not served")]  # fmt: skip
+            found.extend(self._queues()[1])
         return tuple(found)
 
     def store(self, name: str) -> Store[Any]:
@@ -305,7 +319,8 @@ class ClusterState:
             jobs.extend(self._workload_jobs())
             nodes = self._model_nodes()
             events = self._preemption_events()
-        snapshot = Snapshot(cluster, "kubernetes", taken_at, classes, nodes, tuple(jobs), events)
+            queues = self._queues()[0]
+        snapshot = Snapshot(cluster, "kubernetes", taken_at, classes, nodes, tuple(jobs), events, queues)
         return mark_conflicts(snapshot)
 
     def _classes(self) -> tuple[JobClass, ...]:
@@ -323,24 +338,48 @@ class ClusterState:
 
     def _admitted(self, jobs: list[Job]) -> list[Job]:
         """`jobs` with the running pods of workloads Kueue admitted marked (`Job.admitted_by`):
-        the only jobs Kueue preempts for a workload it holds back."""
+        the only jobs Kueue preempts for a workload it holds back; each with its workload's
+        ClusterQueue and priority, which Kueue's preemption rules go by (`Job.queue`)."""
         if "workloads" not in self.informers:
             return jobs
         owners = admitted_owners(self.store("workloads").items.values())
         if not owners:
             return jobs
-        # (a pending pod of an admitted workload waits for kube-scheduler, which may preempt any pod)
-        return [replace(j, admitted_by=KUEUE) if j.holds_gpus and (j.owner or j.id) in owners else j for j in jobs]
+        out = []
+        for job in jobs:
+            workload = owners.get(job.owner or job.id) if job.holds_gpus else None
+            # (a pending pod of an admitted workload waits for kube-scheduler, which may preempt any pod)
+            if workload is not None:
+                admission = workload.status.admission
+                job = replace(job, admitted_by=KUEUE, queue=admission.cluster_queue or None if admission else None,
+                              queue_priority=workload.spec.priority)  # fmt: skip
+            out.append(job)
+        return out
 
     def _workload_jobs(self) -> list[Job]:
         if "workloads" not in self.informers:
             return []
+        # a waiting workload's ClusterQueue: its LocalQueue's (namespace/name → ClusterQueue)
+        local = {key: lq.spec.cluster_queue for key, lq in self.store("localqueues").items.items()}
         out = []
         for workload in self.store("workloads").items.values():
             job = workload_job(workload)
             if job is not None and job.id not in self.jobs:
-                out.append(job)
+                queue = local.get(f"{workload.metadata.namespace}/{workload.spec.queue_name}")
+                out.append(replace(job, queue=queue or None) if queue else job)
         return out
+
+    def _queues(self) -> tuple[tuple[Queue, ...], tuple[str, ...]]:
+        """Kueue's ClusterQueues as `Snapshot.queues`, and what in them could not be read."""
+        if "clusterqueues" not in self.informers:
+            return (), ()
+        queues: list[Queue] = []
+        problems: list[str] = []
+        for cq in self.store("clusterqueues").items.values():
+            queue, unread = cluster_queue(cq)
+            queues.append(queue)
+            problems.extend(unread)
+        return tuple(sorted(queues, key=lambda q: q.name)), tuple(problems)
 
     def _model_nodes(self) -> tuple[ModelNode, ...]:
         nodes_store = self.store("nodes")
