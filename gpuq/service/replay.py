@@ -26,8 +26,8 @@ from gpuq.policy.config import Mode, Policy
 from gpuq.replay.model import CheckpointModel, ClassStats, ReplayConfig, ReplayResult, WaitStats
 from gpuq.replay.prepare import Prepared, prepare
 from gpuq.replay.run import NO_PREEMPTION, ReplayEvent, replay_prepared
-from gpuq.service.tracing import open_trace, trace_format, trace_shape
-from gpuq.service.tuning import parse_shape, parse_strategy, resolve_policy
+from gpuq.service.tracing import open_trace
+from gpuq.service.tuning import SHAPE_DEFAULT, cluster_shape, parse_strategy, resolve_policy
 from gpuq.textsafe import visible
 
 __all__ = [
@@ -72,41 +72,27 @@ class ReplayReport:
     base: ReplayConfig
     policy_source: str
     compare: bool = False
+    #: where the cluster's shape came from (`cluster_shape`)
+    shape_source: str = SHAPE_DEFAULT
 
 
 def _policy(request: ReplayRequest) -> tuple[Policy, str]:
     return resolve_policy(request.policy_file, request.config, request.cluster)
 
 
-def _base(request: ReplayRequest) -> tuple[ReplayConfig, str]:
+def _base(request: ReplayRequest) -> tuple[ReplayConfig, str, str]:
     if request.compare and request.strategy is not None:
         raise BadInput("give --strategy or --compare, not both (--compare replays every strategy)")
     if request.compare and not request.preemption:
         raise BadInput("give --no-preemption or --compare, not both (--compare includes a replay without preemption)")
     policy, source = _policy(request)
-    nodes, gpus = parse_shape(request.shape if request.shape is not None else _recorded_shape(request))
+    nodes, gpus, shape_source = cluster_shape(request.trace, request.trace_options, request.shape)
     strategy = parse_strategy(request.strategy)
     checkpoint = CheckpointModel(save_cost_s=request.checkpoint_cost_s, restore_cost_s=request.restore_cost_s,
                                  interval_s=request.checkpoint_interval_s)  # fmt: skip
     config = ReplayConfig(policy=policy, nodes=nodes, gpus_per_node=gpus, strategy=strategy,
                           preemption=request.preemption, checkpoint=checkpoint, seed=request.seed)  # fmt: skip
-    return config, source
-
-
-def _recorded_shape(request: ReplayRequest) -> str | None:
-    """The cluster's shape a trace `gpuq trace export` wrote records in its header (None: none
-    recorded, and the replay takes its default). A bad one is the trace's error, not an option's."""
-    options = request.trace_options
-    fmt = trace_format(request.trace, preset=options.get("preset"), columns=options.get("columns"))
-    shape = trace_shape(request.trace, fmt)
-    if shape is None:
-        return None
-    try:
-        parse_shape(shape)
-    except BadInput:
-        raise BadInput(f"{visible(request.trace)}: header cluster_shape {visible(shape)!r} is not NODESxGPUS "
-                       "(give --cluster-shape)") from None  # fmt: skip
-    return shape
+    return config, source, shape_source
 
 
 _encoder = msgspec.json.Encoder()
@@ -150,7 +136,7 @@ def _run(prepared: Prepared, configs: Sequence[ReplayConfig], events: IO[str] | 
 def replay_trace(request: ReplayRequest, *, events_path: str | None = None) -> ReplayReport:
     """Replay the trace as asked. NotFound (a missing trace), BadInput (bad options, a malformed
     trace, jobs that never fit the cluster), Refused (the event log cannot be written)."""
-    base, source = _base(request)
+    base, source, shape_source = _base(request)
     jobs = open_trace(request.trace, **dict(request.trace_options))
     prepared = prepare(jobs, base)
     configs = list(_configs(base, request.compare))
@@ -162,4 +148,4 @@ def replay_trace(request: ReplayRequest, *, events_path: str | None = None) -> R
                 results = _run(prepared, configs, out)
         except OSError as exc:
             raise Refused(f"--events {visible(events_path)}: cannot write it ({exc.strerror or exc})") from None
-    return ReplayReport(request.trace, results, base, source, request.compare)
+    return ReplayReport(request.trace, results, base, source, request.compare, shape_source)

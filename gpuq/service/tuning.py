@@ -41,6 +41,7 @@ __all__ = [
     "ArrayOptions",
     "TuneReport",
     "TuneRequest",
+    "cluster_shape",
     "parse_shape",
     "parse_strategy",
     "resolve_policy",
@@ -69,6 +70,31 @@ def parse_shape(text: str | None) -> tuple[int, int]:
     if not (1 <= nodes <= _MAX_NODES and 1 <= gpus <= _MAX_GPUS_PER_NODE):
         raise BadInput(f"--cluster-shape {visible(text)}: 1 to {_MAX_NODES:,} nodes of 1 to {_MAX_GPUS_PER_NODE} GPUs")
     return nodes, gpus
+
+
+#: where a replay's cluster shape came from (`cluster_shape`)
+SHAPE_GIVEN, SHAPE_FROM_HEADER, SHAPE_DEFAULT = "--cluster-shape", "the trace's header", "the default"
+
+
+def cluster_shape(trace: str, trace_options: Mapping[str, Any], given: str | None) -> tuple[int, int, str]:
+    """The replayed cluster (nodes, GPUs per node) and where it came from: `--cluster-shape`
+    when given, else the shape a trace `gpuq trace export` wrote records in its header, else
+    `ReplayConfig`'s default. A bad shape in a header is the trace's error, not an option's."""
+    if given is not None:
+        return (*parse_shape(given), SHAPE_GIVEN)
+    from gpuq.service.tracing import trace_format, trace_shape
+
+    recorded = None
+    if os.path.exists(trace):  # (a missing trace is reported where it is opened)
+        fmt = trace_format(trace, preset=trace_options.get("preset"), columns=trace_options.get("columns"))
+        recorded = trace_shape(trace, fmt)
+    if recorded is None:
+        return (*parse_shape(None), SHAPE_DEFAULT)
+    try:
+        return (*parse_shape(recorded), SHAPE_FROM_HEADER)
+    except BadInput:
+        raise BadInput(f"{visible(trace)}: header cluster_shape {visible(recorded)!r} is not NODESxGPUS "
+                       "(give --cluster-shape)") from None  # fmt: skip
 
 
 def parse_strategy(text: str | None) -> Mode | None:
@@ -121,6 +147,8 @@ class TuneReport:
     ran_on: str
     policy_source: str
     work_dir: str | None = None
+    #: where the cluster's shape came from (`cluster_shape`)
+    shape_source: str = SHAPE_DEFAULT
 
     @property
     def best_policy(self) -> Policy:
@@ -143,13 +171,15 @@ def _policy(request: TuneRequest) -> tuple[Policy, str]:
     return resolve_policy(request.policy_file, request.config, request.cluster)
 
 
-def _base(request: TuneRequest) -> tuple[ReplayConfig, str]:
+def _base(request: TuneRequest) -> tuple[ReplayConfig, str, str]:
+    """The replay every point starts from, where its policy came from and where its shape did."""
     policy, source = _policy(request)
-    nodes, gpus = parse_shape(request.shape)
+    nodes, gpus, shape_source = cluster_shape(request.trace, request.trace_options, request.shape)
     strategy = parse_strategy(request.strategy)
     if strategy is not None:
         policy = replace(policy, mode=strategy)
-    return ReplayConfig(policy=policy, nodes=nodes, gpus_per_node=gpus, strategy=strategy, seed=request.seed), source
+    config = ReplayConfig(policy=policy, nodes=nodes, gpus_per_node=gpus, strategy=strategy, seed=request.seed)
+    return config, source, shape_source
 
 
 def _open(path: str, options: Mapping[str, Any]) -> Any:
@@ -187,7 +217,7 @@ def tune(
     or strategy, before anything runs."""
     grid = parse_grid(request.grid)
     weights = parse_weights(request.weights)
-    base, source = _base(request)
+    base, source, shape_source = _base(request)
     _check_trace(request)
     points = grid.points()
     started = clock()
@@ -199,7 +229,7 @@ def tune(
         results = run_points(loader, base, points, workers=count, replayer=replayer, progress=progress)
         ran_on, work_dir = f"{count} local process{'es' if count != 1 else ''}", None
     ranking = rank(points, results, weights)
-    return TuneReport(request.trace, grid, base, ranking, clock() - started, ran_on, source, work_dir)
+    return TuneReport(request.trace, grid, base, ranking, clock() - started, ran_on, source, work_dir, shape_source)
 
 
 # -- a Slurm job array
@@ -288,7 +318,7 @@ def run_task(
     grid, tasks = files.read_points_file(points_file)
     if not 0 <= task < tasks:
         raise BadInput(f"--task-index {task}: the points file has tasks 0 to {tasks - 1}")
-    base, _ = _base(request)
+    base, _, _ = _base(request)
     share = files.task_share(grid.points(), task, tasks)
     jobs = load_trace(request.trace, request.trace_options)
     replay = replayer or default_replayer()

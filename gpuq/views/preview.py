@@ -136,6 +136,14 @@ def request_summary(view: PreviewView) -> str:
     return f"{view.who}: {', '.join(parts)}"
 
 
+def request_notes(view: PreviewView) -> tuple[str, ...]:
+    """Lines a preview says first, as the CLI's `preview` does: how the native scheduler's
+    priority for the request was found (`PreviewRequest.priority_note`: what was estimated).
+    Outside text, as given: a front end shows it as data (`visible`)."""
+    note = view.preview.plan.request.priority_note
+    return (f"note: {note}",) if note else ()
+
+
 def victim_rows(view: PreviewView) -> list[VictimRow]:
     return [(v.job_id, tuple(v.nodes), str(v.gpus), f"{v.gpu_seconds_lost / 3600:.2f}",
              format_number(round(v.cost, 2)), format_priority(v.effective_priority))

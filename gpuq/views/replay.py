@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gpuq.service.replay import ClassStats, ReplayReport, ReplayResult
+from gpuq.service.tuning import SHAPE_FROM_HEADER
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration
 from gpuq.views.columns import Column, Kind, TableSpec
@@ -136,11 +137,17 @@ def _compare_row(r: ReplayResult) -> tuple[str, ...]:
             f"{r.cancelled:,}")  # fmt: skip
 
 
+def shape_note(source: str) -> str:
+    """Where a replay's cluster shape came from, when it is not what the user gave or the
+    default: the trace's header (`cluster_shape`)."""
+    return f" (shape from {source})" if source == SHAPE_FROM_HEADER else ""
+
+
 def replay_view(report: ReplayReport) -> ReplayView:
     first = report.results[0]
     base = report.base
-    title = (f"{visible(report.trace)}: {first.jobs:,} jobs replayed on {base.nodes}x{base.gpus_per_node} GPUs, "
-             f"policy {visible(report.policy_source)}")  # fmt: skip
+    title = (f"{visible(report.trace)}: {first.jobs:,} jobs replayed on {base.nodes}x{base.gpus_per_node} GPUs"
+             f"{shape_note(report.shape_source)}, policy {visible(report.policy_source)}")  # fmt: skip
     if report.compare:
         return ReplayView(title + ", strategies compared", (), (), tuple(_compare_row(r) for r in report.results))
     rows = [_class_row(_ALL, ClassStats(first.wait, first.jobs, _breaches(first)))]

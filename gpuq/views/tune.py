@@ -16,7 +16,7 @@ from gpuq.service.tuning import TuneReport
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration
 from gpuq.views.columns import Column, Kind, TableSpec
-from gpuq.views.replay import thrash_warning
+from gpuq.views.replay import shape_note, thrash_warning
 
 __all__ = [
     "CSV_FIELDS",
@@ -89,7 +89,8 @@ def tune_view(report: TuneReport) -> TuneView:
     front = sum(1 for row in ranking.rows if row.pareto)
     best = ranking.best
     w = ranking.weights
-    title = (f"{len(rows)} points on {visible(report.trace)}, {report.base.nodes}x{report.base.gpus_per_node} GPUs, "
+    title = (f"{len(rows)} points on {visible(report.trace)}, {report.base.nodes}x{report.base.gpus_per_node} GPUs"
+             f"{shape_note(report.shape_source)}, "
              f"score = {w.alpha:g}·U − {w.beta:g}·T_wait − {w.gamma:g}·f_preempt")  # fmt: skip
     summary = (f"best {best.point.id}: {visible(best.point.label)} (score {best.score:.4f}); {front} on the Pareto "
                f"front; replayed in {report.wall_s:.1f}s on {report.ran_on}")  # fmt: skip

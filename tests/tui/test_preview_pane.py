@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from textual.widgets import Button, Static
 
-from gpuq.backends.base import Capabilities, NativePlan, NativeVictim
+from gpuq.backends.base import Capabilities, NativePlan, NativePriority, NativeVictim
 from gpuq.config import PolicySource
 from gpuq.model import PreviewRequest, Snapshot
 from gpuq.model.codec import read_snapshot_file
@@ -223,3 +223,29 @@ async def test_the_native_plan_beside_gpuqs_when_wide_under_it_when_narrow(conso
         assert not any(line.strip() == "gpuq's policy" for line in narrow)  # (the wide layout's heading)
         assert any(line.startswith("would preempt") for line in narrow[:native_at])
         assert any(line.split()[:1] == ["102"] and "QOS" in line for line in narrow[native_at:])
+
+
+class NativePriorityBackend(FlakyBackend):
+    """The small snapshot, with a native scheduler that prices what-ifs (Slurm's multifactor),
+    saying what it estimated in words that carry a control character (outside text)."""
+
+    def native_priority(self, snapshot: Snapshot, request: PreviewRequest) -> NativePriority | None:
+        return NativePriority(4242, "multifactor priority: the fair-share factor \x1b[31mestimated\x1b[0m")
+
+
+async def test_the_what_ifs_priority_note_is_shown_as_data(console: ConsoleFactory) -> None:
+    backend = NativePriorityBackend(SMALL, "lab")
+    cluster = Cluster(backend, "flaky", PolicySource(DEFAULT_POLICY, "defaults"))
+    app = console([cluster])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, WhatIfScreen))
+        await pilot.press(*"2", "tab", *"500", "enter")
+        found = pane(app)
+        await wait_for(pilot, lambda: found.model is not None and found.model.view is not None
+                       and found.model.heading[0].startswith("What-if"))  # fmt: skip
+        assert found.model.view.preview.plan.request.priority_note is not None
+        text = flat(app)
+        assert "note: multifactor priority: the fair-share factor" in text and "estimated" in text
+        assert "\x1b" not in shown(app)  # the control character is shown as data, not sent

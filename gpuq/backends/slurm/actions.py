@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gpuq.backends.base import ActionPlan, ActionResult, PriorityChange
 from gpuq.backends.slurm.config import PreemptConfig
 from gpuq.backends.slurm.configread import class_key
-from gpuq.backends.slurm.jobs import AdminNote, format_admin_comment, parse_admin_comment
+from gpuq.backends.slurm.jobs import AdminNote, apply_suspensions, format_admin_comment, parse_admin_comment
 from gpuq.backends.slurm.runner import parse_output
 from gpuq.backends.slurm.text import parse_scontrol_detail, parse_scontrol_jobs
 from gpuq.errors import BadInput, JobChanged, NotFound, Refused
@@ -146,6 +146,7 @@ class SlurmActions:
         key = class_key(cfg)
         text = backend.runner.run(["scontrol", "show", "job", "-d", "-o", job_id], what=job_id)
         read = parse_output("scontrol show job", lambda: parse_scontrol_jobs(text, key))
+        read = apply_suspensions(read, backend.clock())
         details = parse_output("scontrol show job", lambda: parse_scontrol_detail(text))
         for job in read.jobs:
             if job.id == job_id or read.raw_ids.get(job.id) == job_id:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from msgspec.structs import replace
+
 from gpuq.model import MAX_EPOCH, MAX_ID_LENGTH, Job, JobState
 
 __all__ = [
@@ -19,11 +21,14 @@ __all__ = [
     "AdminNote",
     "ClassKey",
     "QueueRead",
+    "apply_suspensions",
     "checked_id",
     "format_admin_comment",
     "job_id_text",
     "map_state",
+    "note_suspension",
     "parse_admin_comment",
+    "suspension",
 ]
 
 #: Which Slurm field names a job's class: the QOS under preempt/qos, the partition under
@@ -196,6 +201,56 @@ class QueueRead:
     raw_ids: dict[str, str] = field(default_factory=dict)
     #: numeric ids of GPU-holding jobs whose per-GPU indexes still need ``scontrol show job -d``
     needs_detail: list[str] = field(default_factory=list)
+    #: Slurm's suspension fields by job id, where it reported a suspension: (SuspendTime, the last
+    #: suspend or resume, epoch s; SecsPreSuspend, run seconds before the last suspension)
+    suspensions: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def note_suspension(read: QueueRead, jid: str, state: JobState, suspend_time: float | None, pre_sus_s: float) -> None:
+    """Keep a job's suspension fields for `apply_suspensions` (only a running or suspended job's
+    with a SuspendTime: Slurm leaves it unset, 0 or None, for a job never suspended)."""
+    if suspend_time is not None and state in (JobState.RUNNING, JobState.SUSPENDED):
+        read.suspensions[jid] = (suspend_time, max(0.0, pre_sus_s))
+
+
+def suspension(job: Job, suspend_time: float, pre_sus_s: float, now: float) -> tuple[float, float | None]:
+    """(`Job.suspended_s`, `Job.resumed_time` as epoch s) from Slurm's fields. slurmctld keeps
+    StartTime on suspend and resume; a suspend adds the run since the last resume (or the start)
+    to SecsPreSuspend and sets SuspendTime; a resume sets SuspendTime again; RunTime is
+    SecsPreSuspend while suspended, else now − SuspendTime + SecsPreSuspend. So:
+    - running after a resume: SuspendTime is that resume, and the time suspended is
+      (SuspendTime − StartTime) − SecsPreSuspend, exact to Slurm's whole seconds;
+    - suspended now: the time suspended up to `now` (the snapshot's moment) is
+      (now − StartTime) − SecsPreSuspend; an earlier resume, if any, is not reported, so the
+      last resume stays unknown and lost work counts from the start (an over-count)."""
+    if job.start_time is None:
+        return 0.0, None
+    start = job.start_time.timestamp()
+    if suspend_time < start:  # (a SuspendTime from before this run's start: not this run's)
+        return 0.0, None
+    if job.state is JobState.SUSPENDED:
+        return max(0.0, now - start - pre_sus_s), None
+    if job.state is JobState.RUNNING:
+        return max(0.0, suspend_time - start - pre_sus_s), suspend_time
+    return 0.0, None
+
+
+def apply_suspensions(read: QueueRead, now: float) -> QueueRead:
+    """The read's jobs with the time they spent suspended and their last resume (`suspension`)."""
+    if not read.suspensions:
+        return read
+    for i, job in enumerate(read.jobs):
+        fields = read.suspensions.get(job.id)
+        if fields is None:
+            continue
+        suspended, resumed = suspension(job, fields[0], fields[1], now)
+        if suspended > 0 or resumed is not None:
+            read.jobs[i] = replace(
+                job,
+                suspended_s=suspended,
+                resumed_time=None if resumed is None else datetime.fromtimestamp(resumed, UTC),
+            )
+    return read
 
 
 def class_of(class_key: ClassKey, qos: str | None, partition: str | None) -> str:

@@ -29,10 +29,11 @@ from gpuq.backends.slurm.jobs import (
     clean,
     job_id_text,
     map_state,
+    note_suspension,
     parse_admin_comment,
 )
 from gpuq.backends.slurm.text import gpu_state, map_node_state
-from gpuq.backends.slurm.values import EPOCH, expand_hostlist, json_number, moment, moment_or_none
+from gpuq.backends.slurm.values import EPOCH, epoch_or_none, expand_hostlist, json_number, moment, moment_or_none
 from gpuq.backends.slurm.version import SlurmVersion, version_from_meta
 from gpuq.model import MAX_JOB_GPUS, MAX_NODES, MAX_PRIORITY, Job, JobState, Node
 
@@ -174,6 +175,10 @@ def parse_jobs_json(data: Mapping[str, Any], class_key: ClassKey) -> QueueRead:
             )
         )
         out.raw_ids[jid] = raw_id
+        suspend_time = epoch_or_none(job.get("suspend_time"))
+        if suspend_time is not None:
+            pre_sus = _num(job.get("pre_sus_time"), maximum=2**32, what="pre_sus_time")
+            note_suspension(out, jid, state, suspend_time, pre_sus)
         restarts = _num(job.get("restart_cnt"), maximum=1_000_000, what="restart_cnt")
         if restarts:
             out.restarts[jid] = restarts

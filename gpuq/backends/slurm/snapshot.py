@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from gpuq.backends.slurm.config import PreemptConfig
 from gpuq.backends.slurm.configread import ConfigReader, class_key, class_key_of
 from gpuq.backends.slurm.history import HistoryCache, sacct_args
-from gpuq.backends.slurm.jobs import QueueRead
+from gpuq.backends.slurm.jobs import QueueRead, apply_suspensions
 from gpuq.backends.slurm.merge import merge_history
 from gpuq.backends.slurm.runner import Cancelled, CancelToken, Runner, parse_output
 from gpuq.backends.slurm.sacct import AcctRecord, parse_sacct_parsable
@@ -75,6 +75,7 @@ def take_snapshot(backend: SlurmBackend, *, ledger: bool) -> tuple[Snapshot, Las
         )
     nodes = parse_output("sinfo --Format", lambda: parse_sinfo_nodes(sinfo_text))
     modes = {q.name: cfg.mode_of(q.preempt_mode).lower() for q in cfg.qos.values()}
+    read = apply_suspensions(read, taken_at)
     jobs, events = merge_history(read.jobs, records, class_key(cfg), modes)
     if configs.source() is not config_before or history.reads != history_reads or queue.unsaved():
         backend.disk.save()

@@ -33,6 +33,7 @@ from gpuq.backends.slurm.jobs import (
     clean,
     job_id_text,
     map_state,
+    note_suspension,
     parse_admin_comment,
 )
 from gpuq.backends.slurm.values import MOMENT_CACHE, expand_hostlist, text_moment, text_time, whole
@@ -416,6 +417,12 @@ def parse_scontrol_detail(text: str, *, starts: bool = False) -> dict[str, JobDe
     return out
 
 
+def _suspension(suspend: str, pre_sus: str) -> tuple[float, float] | None:
+    """``SuspendTime=`` and ``SecsPreSuspend=`` as `JobDetail.suspension` (None: never suspended)."""
+    at = text_time(suspend)
+    return None if at is None else (at, float(whole(pre_sus, "SecsPreSuspend", 2**32)))
+
+
 def _user(text: str) -> str:
     return text.split("(", 1)[0]  # UserId=root(0)
 
@@ -468,6 +475,9 @@ def parse_scontrol_jobs(text: str, class_key: ClassKey) -> QueueRead:
             )
         )
         out.raw_ids[jid] = raw_id
+        suspended = _suspension(f.get("SuspendTime", ""), f.get("SecsPreSuspend", "0"))
+        if suspended is not None:
+            note_suspension(out, jid, state, *suspended)
         restarts = _count(f.get("Restarts", "0"), "Restarts", _MAX_RESTARTS, 0)
         if restarts:
             out.restarts[jid] = restarts

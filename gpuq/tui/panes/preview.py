@@ -22,7 +22,7 @@ from gpuq.errors import BadInput
 from gpuq.textsafe import visible
 from gpuq.tui.panes.base import Pane, PaneContext, Selection
 from gpuq.tui.widgets.preview import PreviewBody
-from gpuq.views.preview import PreviewView, from_preview, request_summary
+from gpuq.views.preview import PreviewView, from_preview, request_notes, request_summary
 
 __all__ = ["PreviewModel", "PreviewPane", "PreviewParams", "WhatIf"]
 
@@ -157,7 +157,7 @@ class PreviewPane(Pane):
                 f"job {job.id} asks for no GPUs (CPU-only): it preempts nobody; select a job waiting for GPUs, "
                 f"or {WHAT_IF_HINT}"))  # fmt: skip
         view = from_preview(cluster.preview(cluster.job_request(job.id, snapshot), snapshot))
-        return PreviewModel((heading, request_summary(view)), view)
+        return PreviewModel((heading, request_summary(view), *request_notes(view)), view)
 
     def show(self, model: Any) -> None:
         assert isinstance(model, PreviewModel)
@@ -184,4 +184,4 @@ def _what_if(ctx: PaneContext, what_if: WhatIf) -> PreviewModel:
         view = from_preview(cluster.preview(request, snapshot))
     except BadInput as exc:
         return PreviewModel((heading,), note=f"cannot preview this what-if: {visible(str(exc))} (w: change it)")
-    return PreviewModel((heading, request_summary(view)), view)
+    return PreviewModel((heading, request_summary(view), *request_notes(view)), view)
