@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from msgspec.structs import replace
+
 from gpuq.backends.slurm import SlurmBackend
 from gpuq.backends.slurm.values import text_time
+from gpuq.model import Job, JobState, Snapshot
 from tests.clock import TickingClock
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
@@ -19,6 +22,17 @@ LIVE = FIXTURES / "22.05" / "live"
 CAPTURED_AT = text_time("2026-11-29T19:56:00") or 0.0
 #: the wall clock of every backend that replays the captures: from CAPTURED_AT on, ticking
 captured_clock = TickingClock(CAPTURED_AT)
+
+
+def jobs_at_capture(snapshot: Snapshot) -> dict[str, Job]:
+    """The snapshot's jobs by id as they stood at CAPTURED_AT: two snapshots of the same
+    captures, taken a moment apart on the ticking clock, compare equal. (A job suspended now has
+    been suspended up to the snapshot's moment, `Job.suspended_s`: the rest of it is the same.)"""
+    later = snapshot.now - CAPTURED_AT
+    return {
+        j.id: replace(j, suspended_s=round(j.suspended_s - later, 3)) if j.state is JobState.SUSPENDED else j
+        for j in snapshot.jobs
+    }
 
 
 def read(version: str, name: str) -> str:

@@ -20,7 +20,7 @@ from gpuq.errors import BadInput, JobChanged, NotFound, Refused
 from gpuq.model import JobState
 from gpuq.policy.config import Mode
 from tests.slurm import cachefile
-from tests.slurm.samples import LIVE, captured_clock, stand_in
+from tests.slurm.samples import LIVE, captured_clock, jobs_at_capture, stand_in
 from tests.slurm.test_backend_fake_cli import _tool, fake  # noqa: F401 - the stand-in CLIs, by name below
 
 pytestmark = pytest.mark.usefixtures("fake")
@@ -225,9 +225,9 @@ def test_snapshots_in_a_thread_while_actions_are_applied() -> None:
         reader.join(timeout=60)
     assert not errors, errors
     assert len(_changes()) == 7
-    by_id = {j.id: j for j in reference.jobs}
+    by_id = jobs_at_capture(reference)
     for snap in snaps:
-        assert {j.id: j for j in snap.jobs} == by_id
+        assert jobs_at_capture(snap) == by_id
         assert snap.classes == reference.classes and snap.nodes == reference.nodes
     data = cachefile.read()
     assert {"config", "history", "queue"} <= set(data)

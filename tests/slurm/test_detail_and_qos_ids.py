@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.errors import BadInput
 from gpuq.model import Job, Snapshot
-from tests.slurm.samples import stand_in
+from tests.slurm.samples import jobs_at_capture, stand_in
 from tests.slurm.test_backend_fake_cli import fake  # noqa: F401 - the stand-in CLIs, by name below
 
 pytestmark = pytest.mark.usefixtures("fake")
@@ -40,7 +40,7 @@ def _indexes(snap: Snapshot) -> dict[str, tuple[int, dict[str, tuple[int | None,
 
 
 def _jobs(snap: Snapshot) -> dict[str, Job]:
-    return {j.id: j for j in snap.jobs}
+    return jobs_at_capture(snap)
 
 
 # ---------------------------------------------------------------------------- sacct QOS ids

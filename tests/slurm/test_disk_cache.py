@@ -16,7 +16,7 @@ from gpuq.backends.slurm.history import OVERLAP_S, HistoryCache
 from gpuq.backends.slurm.sacct import AcctRecord
 from gpuq.model import JobState
 from tests.slurm import cachefile
-from tests.slurm.samples import captured_clock, stand_in
+from tests.slurm.samples import captured_clock, jobs_at_capture, stand_in
 from tests.slurm.test_backend_fake_cli import fake  # noqa: F401 - the stand-in CLIs, by name below
 
 pytestmark = pytest.mark.usefixtures("fake")
@@ -64,7 +64,11 @@ def test_second_invocation_skips_slurmdbd_and_config_reads() -> None:
     calls = _calls()
     assert not [c for c in calls if c.startswith(("sacct", *CONFIG_READS))], calls
     assert any(c.startswith("squeue ") for c in calls)  # the queue itself is always read live
-    assert second.jobs == first.jobs
+    assert jobs_at_capture(second) == jobs_at_capture(first)
+    # (the one job suspended in the captures has been suspended for as long again as the clock ran)
+    suspended = [(a, b) for a, b in zip(first.jobs, second.jobs, strict=True) if a.state is JobState.SUSPENDED]
+    assert suspended and all(b.suspended_s - a.suspended_s == pytest.approx(second.now - first.now, abs=1e-6)
+                             for a, b in suspended)  # fmt: skip
     assert second.classes == first.classes
     assert second.preemption_events == first.preemption_events
     assert second.cluster == first.cluster == "gpuqlab"
@@ -133,7 +137,7 @@ def test_corrupt_cache_is_read_again(content: str | None) -> None:
     calls = _calls()
     for prefix in ("sacct ", *CONFIG_READS):
         assert any(c.startswith(prefix) for c in calls), (prefix, calls)
-    assert snap.jobs == reference.jobs and snap.classes == reference.classes
+    assert jobs_at_capture(snap) == jobs_at_capture(reference) and snap.classes == reference.classes
     json.loads(path.read_text())  # rewritten whole
 
 

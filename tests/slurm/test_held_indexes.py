@@ -1,8 +1,9 @@
 """GPU indexes kept in the disk cache for running jobs (stand-in CLIs, real 22.05 captures).
 
-A holder whose squeue StartTime, nodes and GPU count equal those kept with its indexes takes them
-from the cache; a requeue (new StartTime), a resize (other nodes or GPU count), a job new to the
-cache, or a missing or corrupt cache is read from scontrol. The cache keeps the current holders only.
+A holder whose squeue StartTime, nodes, GPU count and suspended state equal those kept with its
+indexes takes them (and its suspension) from the cache; a requeue (new StartTime), a resize (other
+nodes or GPU count), a suspend or a resume, a job new to the cache, or a missing or corrupt cache
+is read from scontrol. The cache keeps the current holders only.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import pytest
 
 from gpuq.backends.slurm.diskcache import SlurmDiskCache
 from gpuq.backends.slurm.text import DELIM
-from gpuq.model import Snapshot
+from gpuq.backends.slurm.values import text_time
+from gpuq.model import Job, JobState, Snapshot
 from tests.slurm import cachefile
-from tests.slurm.samples import LIVE, stand_in
+from tests.slurm.samples import LIVE, jobs_at_capture, stand_in
 from tests.slurm.test_backend_fake_cli import fake  # noqa: F401 - the stand-in CLIs, by name below
 
 pytestmark = pytest.mark.usefixtures("fake")
@@ -84,7 +86,7 @@ def test_a_later_read_takes_every_running_jobs_indexes_from_the_cache(threshold:
     assert _detail_reads() == []
     assert second.detail_read == "none" and second.detail_cached == 6 and second.gpu_holders == 0
     assert _indexes(snap) == _indexes(reference)
-    assert {j.id: j for j in snap.jobs} == {j.id: j for j in reference.jobs}
+    assert jobs_at_capture(snap) == jobs_at_capture(reference)
     assert any(None not in idx for _g, alloc in _indexes(snap).values() for idx in alloc.values())
 
 
@@ -131,7 +133,7 @@ def test_a_job_new_to_the_cache_is_read() -> None:
 def test_the_cache_keeps_the_current_holders_only() -> None:
     _warm()
     data = cachefile.read()
-    data["queue"]["held"]["999"] = [1.0, ["gpu1"], 1, {"gpu1": [0]}]  # a job that has ended since
+    data["queue"]["held"]["999"] = [1.0, ["gpu1"], 1, {"gpu1": [0]}, False, None]  # a job that has ended since
     cachefile.write(data)
     # ...and job 73 has ended too (squeue shows it COMPLETED).
     _squeue(_bindir(), "73", lambda f: f.__setitem__(STATE, "COMPLETED"))
@@ -171,9 +173,80 @@ def test_wrong_indexes_under_another_run_are_never_shown() -> None:
     reference = stand_in(persist=False).snapshot()
     _warm()
     data = cachefile.read()
-    start, nodes, gpus, _alloc = data["queue"]["held"]["73"]
-    data["queue"]["held"]["73"] = [start - 60, nodes, gpus, {nodes[0]: [5, 6, 7]}]  # an earlier run's
+    start, nodes, gpus, _alloc, suspended, suspension = data["queue"]["held"]["73"]
+    # an earlier run's
+    data["queue"]["held"]["73"] = [start - 60, nodes, gpus, {nodes[0]: [5, 6, 7]}, suspended, suspension]
     cachefile.write(data)
     snap = stand_in().snapshot()
     assert _detail_reads() == ["scontrol show job -d -o 73"]
     assert _indexes(snap) == _indexes(reference)
+
+
+def _job(snap: Snapshot, job_id: str) -> Job:
+    found = snap.job(job_id)
+    assert found is not None
+    return found
+
+
+def test_a_suspended_holder_runs_only_for_the_seconds_before_its_suspension() -> None:
+    """Job 68 of the captures is suspended: 10 s of run (SecsPreSuspend) before it. squeue does
+    not say so; the detail read does, and the cache keeps it for the reads that take the job's
+    indexes from there."""
+    first = stand_in().snapshot()
+    second = stand_in().snapshot()  # (from the cache)
+    for snap in (first, second):
+        job = _job(snap, "68")
+        origin = job.run_origin()
+        assert job.state is JobState.SUSPENDED and origin is not None
+        assert snap.now - origin == pytest.approx(10.0, abs=1e-6)  # its run time: SecsPreSuspend
+        assert job.resumed_time is None  # (no resume of this run is known)
+
+
+def test_a_resume_is_read_once_then_kept_with_the_indexes(tmp_path: Path) -> None:
+    """A resume changes what scontrol says of the run's suspension, not its StartTime, nodes or
+    GPUs: squeue's state changing is what has the job read again, once; after that the cache
+    keeps the suspended time and the resume with its indexes."""
+    _warm()
+    _squeue(_bindir(), "68", lambda f: f.__setitem__(STATE, "RUNNING"))
+    resumed = "2026-11-29T19:30:00"
+    lines = (LIVE / "scontrol-show-job-d-o.txt").read_text().splitlines()
+    edited = [
+        line.replace("JobState=SUSPENDED", "JobState=RUNNING").replace(
+            "SuspendTime=2026-11-29T19:21:08", f"SuspendTime={resumed}")
+        if line.startswith("JobId=68 ") else line
+        for line in lines
+    ]  # fmt: skip
+    assert edited != lines
+    jobs = tmp_path / "jobs-after-resume.txt"
+    jobs.write_text("\n".join(edited) + "\n")
+    os.environ["FAKE_JOBS_FILE"] = str(jobs)
+    try:
+        snaps = [stand_in().snapshot()]
+        assert _detail_reads() == ["scontrol show job -d -o 68"]
+        _reset_log()
+        snaps.append(stand_in().snapshot())
+        assert _detail_reads() == []
+    finally:
+        del os.environ["FAKE_JOBS_FILE"]
+    resume_at, start = text_time(resumed), text_time("2026-11-29T19:20:58")
+    assert resume_at is not None and start is not None
+    for snap in snaps:
+        job = _job(snap, "68")
+        assert job.state is JobState.RUNNING and job.resumed_time is not None
+        assert job.resumed_time.timestamp() == resume_at
+        assert job.suspended_s == resume_at - start - 10.0  # suspended from 10 s in until the resume
+        assert job.start_time is not None and job.start_time.timestamp() == start  # (the first start kept)
+
+
+def test_a_job_read_alone_is_read_again_by_the_next_snapshot() -> None:
+    """Suspended and resumed between two reads, a job looks the same to squeue both times: a job
+    read alone (`gpuq job`, every action) drops what the cache held of it, so that the next
+    snapshot, in this process or the next, reads its details again: once."""
+    _warm()
+    stand_in().read_job("73")
+    _reset_log()
+    stand_in().snapshot()  # (a new invocation)
+    assert _detail_reads() == ["scontrol show job -d -o 73"]
+    _reset_log()
+    stand_in().snapshot()
+    assert _detail_reads() == []

@@ -1,8 +1,8 @@
 """On the real lab: after `scontrol suspend` and `resume` gpuq's one-job read (`read_job`,
-``scontrol show job -d -o ID``) takes the time the job spent suspended from Slurm's
-SuspendTime/SecsPreSuspend (the squeue --Format snapshot path does not yet): the queue wait is the one read before the
-suspension, the run time (`now − run_origin()`) leaves the suspension out (as Slurm's RunTime
-does), and lost work counts from the resume."""
+``scontrol show job -d -o ID``) and its snapshot (squeue, then the job's details read again once
+for the resume) take the time the job spent suspended from Slurm's SuspendTime/SecsPreSuspend:
+the queue wait is the one read before the suspension, the run time (`now − run_origin()`) leaves
+the suspension out (as Slurm's RunTime does), and lost work counts from the resume."""
 
 from __future__ import annotations
 
@@ -40,4 +40,7 @@ def test_a_resumed_job_leaves_its_suspension_out_of_wait_and_run_time() -> None:
     assert origin is not None
     wall = now - before.start_time.timestamp()
     assert now - origin <= wall - 5  # run time leaves the suspension out
+    listed = backend.snapshot().job(job)  # (the snapshot path: squeue, and the details of the resumed job)
+    assert listed is not None and listed.state.value == "running"
+    assert (listed.suspended_s, listed.resumed_time) == (after.suspended_s, after.resumed_time)
     lab.cancel_all()

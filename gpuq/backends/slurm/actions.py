@@ -151,6 +151,8 @@ class SlurmActions:
         for job in read.jobs:
             if job.id == job_id or read.raw_ids.get(job.id) == job_id:
                 raw = read.raw_ids[job.id]
+                if backend.queue_reader.forget(raw):
+                    backend.disk.save()  # (a later invocation reads its details again too)
                 admin = details[raw].admin_comment if raw in details else ""
                 return JobView(job, admin, read.restarts.get(job.id, 0))
         where = f" on cluster {backend.cluster}" if backend.cluster else ""

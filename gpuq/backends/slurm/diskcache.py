@@ -40,19 +40,22 @@ from gpuq import locations
 __all__ = ["FORMAT", "Held", "SlurmDiskCache", "held_from_json", "held_to_json", "slurm_conf_path"]
 
 #: Bumped when the layout changes; a file of another format is ignored.
-FORMAT = "gpuq.slurm-cache/v1"
+FORMAT = "gpuq.slurm-cache/v2"
 
 
 #: One GPU-holding job's run as squeue showed it -- StartTime (epoch), its nodes (sorted), its GPU
-#: count -- and the per-node GPU indexes ``scontrol show job -d`` gave for that run.
-Held = tuple[float, tuple[str, ...], int, dict[str, tuple[int, ...]]]
+#: count, whether it was suspended -- and what ``scontrol show job -d`` gave for that run: the
+#: per-node GPU indexes, and (SuspendTime, SecsPreSuspend) when Slurm had suspended it this run.
+Held = tuple[float, tuple[str, ...], int, dict[str, tuple[int, ...]], bool, tuple[float, float] | None]
 
 
 def held_to_json(held: dict[str, Held]) -> dict[str, Any]:
-    """``held`` as JSON: ``{raw id: [start, [nodes], gpus, {node: [indexes]}]}``."""
+    """``held`` as JSON: ``{raw id: [start, [nodes], gpus, {node: [indexes]}, suspended,
+    [SuspendTime, SecsPreSuspend] or null]}``."""
     return {
-        raw: [start, list(nodes), gpus, {n: list(i) for n, i in alloc.items()}]
-        for raw, (start, nodes, gpus, alloc) in held.items()
+        raw: [start, list(nodes), gpus, {n: list(i) for n, i in alloc.items()}, suspended,
+              None if suspension is None else list(suspension)]  # fmt: skip
+        for raw, (start, nodes, gpus, alloc, suspended, suspension) in held.items()
     }
 
 
@@ -62,7 +65,7 @@ def held_from_json(data: object) -> dict[str, Held] | None:
         return None
     out: dict[str, Held] = {}
     try:
-        for raw, (start, nodes, gpus, alloc) in data.items():
+        for raw, (start, nodes, gpus, alloc, suspended, suspension) in data.items():
             if (
                 not isinstance(raw, str)
                 or isinstance(start, bool)
@@ -73,6 +76,8 @@ def held_from_json(data: object) -> dict[str, Held] | None:
                 or not isinstance(gpus, int)
                 or not isinstance(alloc, dict)
                 or not alloc
+                or not isinstance(suspended, bool)
+                or not (suspension is None or _two_numbers(suspension))
             ):
                 return None
             idx: dict[str, tuple[int, ...]] = {}
@@ -80,10 +85,16 @@ def held_from_json(data: object) -> dict[str, Held] | None:
                 if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
                     return None
                 idx[node] = tuple(ids)
-            out[raw] = (float(start), tuple(nodes), gpus, idx)
-    except (TypeError, ValueError):  # an entry that is not a 4-item list
+            pair = None if suspension is None else (float(suspension[0]), float(suspension[1]))
+            out[raw] = (float(start), tuple(nodes), gpus, idx, suspended, pair)
+    except (TypeError, ValueError):  # an entry that is not a 6-item list
         return None
     return out
+
+
+def _two_numbers(value: object) -> bool:
+    return (isinstance(value, list) and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value))  # fmt: skip
 
 
 def slurm_conf_path() -> str:

@@ -41,6 +41,7 @@ from gpuq.backends.slurm.text import (
     squeue_format_arg,
 )
 from gpuq.errors import GpuqError, NotFound, Refused
+from gpuq.model import JobState
 
 __all__ = ["DETAIL_ONE_BY_ONE_MAX", "QueueReader", "QueueStats"]
 
@@ -48,8 +49,10 @@ __all__ = ["DETAIL_ONE_BY_ONE_MAX", "QueueReader", "QueueStats"]
 #: ``scontrol show job -d -o`` is cheaper (the README has the measurements).
 DETAIL_ONE_BY_ONE_MAX = 32
 
-#: A holder's run as squeue shows it: StartTime (epoch), nodes (sorted), GPU count.
-Run = tuple[float, tuple[str, ...], int]
+#: A holder's run as squeue shows it: StartTime (epoch), nodes (sorted), GPU count, whether it is
+#: suspended (a suspend or a resume changes what ``scontrol show job -d`` says of the run's
+#: suspension: the job is read again then, and only then).
+Run = tuple[float, tuple[str, ...], int, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,16 @@ class QueueReader:
                 self.gpu_holders = self._gpu_holders_saved = holders
             if self._held is None:
                 self._held = self._held_saved = held_from_json(part.get("held"))
+
+    def forget(self, raw_id: str) -> bool:
+        """Drop what is held for job `raw_id` (its indexes and suspension), so that the next read
+        reads its details again; True when something was held. A job read alone (an action, `gpuq
+        job`) may have been suspended and resumed since the last read, which squeue cannot show."""
+        with self._lock:
+            if not self._held or raw_id not in self._held:
+                return False
+            self._held = {raw: entry for raw, entry in self._held.items() if raw != raw_id}
+            return True
 
     def unsaved(self) -> bool:
         """Whether the held indexes changed, or the hint crossed `detail_one_by_one_max`, since
@@ -259,9 +272,9 @@ def _use_held(held: dict[str, Held] | None, read: QueueRead, runs: dict[str, Run
     if not held or not runs:
         return 0
     kept = {
-        raw: JobDetail(allocation=dict(entry[3]), start=entry[0])
+        raw: JobDetail(allocation=dict(entry[3]), start=entry[0], suspension=entry[5])
         for raw, run in runs.items()
-        if (entry := held.get(raw)) is not None and entry[:3] == run
+        if (entry := held.get(raw)) is not None and (entry[0], entry[1], entry[2], entry[4]) == run
     }
     before = len(read.needs_detail)
     apply_details(read, kept, same_run=True)
@@ -280,7 +293,8 @@ def _holder_runs(read: QueueRead) -> dict[str, Run]:
     for job in read.jobs:
         raw = raw_ids[job.id]
         if raw in need and job.start_time is not None and job.allocation:
-            out[raw] = (job.start_time.timestamp(), tuple(sorted(job.allocation)), job.gpus)
+            out[raw] = (job.start_time.timestamp(), tuple(sorted(job.allocation)), job.gpus,
+                        job.state is JobState.SUSPENDED)  # fmt: skip
     return out
 
 
@@ -305,5 +319,5 @@ def _held_after(read: QueueRead, runs: Mapping[str, Run]) -> dict[str, Held]:
                 break  # an unknown index, or a node squeue did not show: read it next time too
             alloc[node] = known
         else:
-            out[raw] = (run[0], run[1], run[2], alloc)
+            out[raw] = (run[0], run[1], run[2], alloc, run[3], read.suspensions.get(job.id))
     return out

@@ -110,6 +110,9 @@ class JobDetail:
     #: StartTime of the run the indexes belong to (a detail read taken before squeue's read is only
     #: used for a job whose squeue StartTime is the same run's)
     start: float | None = None
+    #: (SuspendTime, SecsPreSuspend) of a job Slurm has suspended this run (`jobs.suspension`);
+    #: None: never suspended (squeue does not show them)
+    suspension: tuple[float, float] | None = None
 
 
 def _gpus(tres_alloc: str, per_job: str, per_node: str, nnodes: int) -> int:
@@ -303,6 +306,8 @@ def apply_details(
                 continue
             alloc = detail.allocation
             jobs[i] = replace(job, allocation=alloc, gpus=sum(len(v) for v in alloc.values()))
+            if detail.suspension is not None:
+                note_suspension(read, job.id, job.state, *detail.suspension)
             done.add(raw)
     read.needs_detail = [r for r in read.needs_detail if r not in done]
     return read
@@ -375,6 +380,7 @@ _RESTARTS_RE = re.compile(r" Restarts=(\d+)")
 _ADMIN_RE = re.compile(r" AdminComment=(.*?)(?= [A-Za-z][\w/:]*=|\s*$)")
 _PREEMPT_ELIGIBLE_RE = re.compile(r" PreemptEligibleTime=(\S+)")
 _START_RE = re.compile(r" StartTime=(\S+)")
+_SUSPEND_RE = re.compile(r" SuspendTime=(\S+) SecsPreSuspend=(\S+)")
 
 
 def detail_wanted(record: str) -> bool:
@@ -407,12 +413,14 @@ def parse_scontrol_detail(text: str, *, starts: bool = False) -> dict[str, JobDe
         admin = _ADMIN_RE.search(line) if "AdminComment=" in line else None
         eligible = _PREEMPT_ELIGIBLE_RE.search(line) if "PreemptEligibleTime=" in line else None
         start = _START_RE.search(line) if starts and alloc else None
+        suspend = _SUSPEND_RE.search(line) if alloc and " SuspendTime=None " not in line else None
         out[jid] = JobDetail(
             allocation=alloc,
             restarts=_restarts(restarts.group(1)) if restarts else 0,
             admin_comment=admin.group(1) if admin else "",
             preempt_eligible=text_time(eligible.group(1)) if eligible else None,
             start=text_time(start.group(1)) if start else None,
+            suspension=_suspension(suspend.group(1), suspend.group(2)) if suspend else None,
         )
     return out
 
