@@ -69,6 +69,7 @@ def open_cluster(
     the chosen backend does not take is a usage error naming the flag.
     """
     cfg = config if config is not None else load_config(config_file)
+    _check_backends(cfg)
     name = cluster or cfg.cluster
     policy = load_policy_file(policy_file) if policy_file else cfg.policy_for(name)
     if backend is not None:
@@ -118,6 +119,18 @@ def open_cluster(
     if clock is not None:
         internals["clock"] = clock
     return Cluster(create_backend(backend_name, options, internals), backend_name, policy, audit)
+
+
+def _check_backends(cfg: Config) -> None:
+    """Every backend the config names is one gpuq has, whether or not this command uses it: a
+    typo in a cluster nobody chose would otherwise leave the demo on screen, taken for production."""
+    named = [("backend", cfg.backend)] if cfg.path else []
+    named += [(f"clusters.{entry.name}.backend", entry.backend) for entry in cfg.clusters.values() if entry.backend]
+    for dotted, backend in named:
+        try:
+            backend_entry(backend)
+        except BadInput as exc:
+            raise BadInput(f"{cfg.where(dotted)}: {dotted}: {exc}") from None
 
 
 def open_clusters(config: Config | None = None, *, policy_file: str | None = None,

@@ -206,3 +206,22 @@ def test_backend_options_are_typed_and_internals_are_not_options(
     assert result.exit_code == 2, result.output
     assert f"{path}:2: {problem}" in result.stderr
     assert "Traceback" not in result.output and "--speed" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["queue"], ["--cluster", "prod", "queue"], ["gpus"]])
+def test_a_configured_backend_gpuq_lacks_is_refused_whether_or_not_its_cluster_is_chosen(
+    gpuq: Run, xdg: dict[str, Path], command: list[str]
+) -> None:
+    """A typo in a cluster's backend must never leave the demo on screen, taken for production."""
+    path = _write_config(xdg, '[clusters.prod]\nbackend = "dmeo"\n')
+    result = gpuq(*command)
+    assert result.exit_code == 2
+    assert f"{path}:2: clusters.prod.backend: unknown backend 'dmeo' (available: demo" in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_top_level_backend_gpuq_lacks_is_refused(gpuq: Run, xdg: dict[str, Path]) -> None:
+    path = _write_config(xdg, 'backend = "slrum"\n')
+    result = gpuq("queue")
+    assert result.exit_code == 2
+    assert f"{path}:1: backend: unknown backend 'slrum'" in result.stderr
