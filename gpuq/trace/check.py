@@ -17,6 +17,7 @@ from typing import Final
 
 import msgspec
 
+from gpuq.jsonsafe import decoded
 from gpuq.textsafe import visible
 from gpuq.timefmt import LONGEST_S, parse_duration
 from gpuq.trace.record import TraceError, TraceJob
@@ -202,7 +203,7 @@ def _value_at(raw: bytes, field: str) -> object:
     """The value at msgspec's path `field` (``a[0].b``) in `raw`, decoded generically; only ever
     run on a line already refused."""
     try:
-        node: object = msgspec.json.decode(raw)
+        node: object = decoded(msgspec.json.decode, raw)
     except msgspec.MsgspecError:
         return _NOTHING
     for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):

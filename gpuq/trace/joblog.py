@@ -16,6 +16,7 @@ from typing import Any, Final, TextIO
 
 import msgspec
 
+from gpuq.jsonsafe import decoded
 from gpuq.trace.check import checked, json_error, shown
 from gpuq.trace.record import TraceError, TraceJob
 from gpuq.trace.source import open_binary
@@ -59,7 +60,7 @@ def is_header(raw: bytes) -> bool:
     if not stripped.startswith(b"{") or b'"format"' not in stripped:
         return False
     try:
-        doc = _any_decoder.decode(raw)
+        doc = decoded(_any_decoder.decode, raw)
     except msgspec.DecodeError:
         return False
     return isinstance(doc, dict) and "format" in doc and "id" not in doc
@@ -71,7 +72,7 @@ def read_header(path: str) -> dict[str, Any] | None:
     with open_binary(path) as stream:
         for raw in stream:
             if raw.strip():
-                return _any_decoder.decode(raw) if is_header(raw) else None
+                return decoded(_any_decoder.decode, raw) if is_header(raw) else None
     return None
 
 
@@ -85,13 +86,13 @@ def read_joblog(path: str) -> Iterator[TraceJob]:
                 continue
             if first and is_header(raw):
                 first = False
-                fmt = _any_decoder.decode(raw).get("format")
+                fmt = decoded(_any_decoder.decode, raw).get("format")
                 if fmt != FORMAT:
                     raise TraceError(path, 1, f"format: expected {FORMAT!r}, got {shown(fmt)}")
                 continue
             first = False
             try:
-                job = decode(raw)
+                job = decoded(decode, raw)
             except msgspec.MsgspecError as exc:
                 raise json_error(path, number, raw, exc) from None
             yield checked(job, path, number, raw=raw)

@@ -21,6 +21,7 @@ from typing import IO, Final
 
 import msgspec
 
+from gpuq.jsonsafe import decoded
 from gpuq.trace.check import checked, json_error, moment, shown
 from gpuq.trace.record import TraceError, TraceJob
 from gpuq.trace.source import open_binary
@@ -148,7 +149,7 @@ def read_philly(path: str) -> Iterator[TraceJob]:
     with open_binary(path) as stream:
         for line, column, raw in array_items(stream, path):
             try:
-                item = _decode(raw)
+                item = decoded(_decode, raw)
             except msgspec.MsgspecError as exc:
                 raise json_error(path, line, raw, exc, column) from None
             try:

@@ -178,3 +178,16 @@ def test_out_of_range_frames(tmp_path: Path) -> None:
     for index in (-1, 3):
         with pytest.raises(BadInput, match=rf"frame {index} of cluster 'prod': out of range \(0\.\.2\)"):
             recording.snapshot_at("prod", index)
+
+
+def test_a_delta_nested_too_deep_is_refused_with_where(tmp_path: Path) -> None:
+    """msgspec refuses a value nested past its depth limit with RecursionError; the reader says
+    which frame it was, as for any other malformed delta."""
+    path = record(tmp_path, story(3))
+    deep = b'{"taken_at":"2027-01-15T08:00:10Z","x":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    size = path.stat().st_size
+    with path.open("ab") as stream:
+        stream.write(pack_frame(DELTA, START + 10, deep))
+    recording = Recording.open(tmp_path)
+    with pytest.raises(BadInput, match=rf"^{path}: frame 3 at offset {size}: not a valid delta \(nested too deep\)"):
+        recording.snapshot_at("prod", 3)

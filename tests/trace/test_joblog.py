@@ -11,6 +11,7 @@ import pytest
 
 from gpuq.trace import TraceJob, read_joblog, write_jobs
 from gpuq.trace.joblog import header_line, job_line
+from gpuq.trace.record import TraceError
 from tests.trace.conftest import TRACES, trace_error, where
 
 
@@ -120,3 +121,13 @@ def test_memory_stays_bounded_however_long_the_file(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert count == 200_000
     assert peak < 2_000_000, peak  # a few jobs and one read buffer, not the file
+
+
+def test_a_line_nested_too_deep_is_a_trace_error(tmp_path: Path) -> None:
+    """msgspec refuses a value nested past its depth limit with RecursionError: the reader names
+    the line, as for any other malformed one."""
+    path = tmp_path / "jobs.jsonl"
+    deep = b'{"id":"1","x":' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    path.write_bytes(b'{"format":"gpuq.jobs/v1"}\n' + deep)
+    with pytest.raises(TraceError, match=r"jobs\.jsonl:2:\d+: not valid JSON: nested too deep"):
+        list(read_joblog(str(path)))

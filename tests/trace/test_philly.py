@@ -101,3 +101,12 @@ def test_malformed_logs_name_line_and_column(tmp_path: Path, text: str, line: in
     error = trace_error(lambda: read_philly(str(path)))
     assert where(error) == (line, column), str(error)
     assert message in str(error)
+
+
+def test_an_element_nested_too_deep_is_a_trace_error(tmp_path: Path) -> None:
+    """msgspec refuses a value nested past its depth limit with RecursionError: the reader names
+    the line, as for any other malformed element."""
+    path = tmp_path / "cluster_job_log"
+    path.write_bytes(b'[\n{"jobid": "a", "x": ' + b"[" * 5000 + b"]" * 5000 + b"}\n]\n")
+    error = trace_error(lambda: read_philly(str(path)))
+    assert where(error)[0] == 2 and "nested too deep" in str(error)

@@ -22,6 +22,7 @@ from typing import TypeVar
 import msgspec
 
 from gpuq.errors import BadInput
+from gpuq.jsonsafe import decoded
 from gpuq.model import FORMAT as SNAPSHOT_FORMAT
 from gpuq.model import Job, JobClass, JobId, Node, PreemptionEvent, Snapshot, Timestamp
 from gpuq.model.codec import decode_snapshot
@@ -86,13 +87,16 @@ def header_line(cluster: str) -> bytes:
     return _ENCODE(_Header(FORMAT, cluster)) + b"\n"
 
 
+_HEADER_DECODER = msgspec.json.Decoder(_Header)
+
+
 def parse_header_line(line: bytes, source: str) -> str:
     """The cluster a recording's first line names; BadInput when it is not a v1 recording."""
     not_one = BadInput(f"{source}: not a gpuq recording (its first line is not a {FORMAT} header)")
     if not line.endswith(b"\n"):
         raise not_one
     try:
-        header = msgspec.json.decode(line, type=_Header)
+        header = decoded(_HEADER_DECODER.decode, line)
     except msgspec.DecodeError:  # (ValidationError is one)
         raise not_one from None
     if header.format != FORMAT:
@@ -352,7 +356,7 @@ def decode_keyframe(payload: bytes, source: str) -> Snapshot:
 
 def decode_delta(payload: bytes, source: str) -> Delta:
     try:
-        return _DELTA_DECODER.decode(payload)
+        return decoded(_DELTA_DECODER.decode, payload)
     except msgspec.DecodeError as exc:  # (ValidationError is one)
         raise BadInput(f"{source}: not a valid delta ({exc})") from None
 
