@@ -26,6 +26,7 @@ from typing import IO, Any, Literal, cast
 import msgspec
 
 from gpuq.errors import BadInput
+from gpuq.files import refuse_special
 from gpuq.model import (
     ACTIVE_STATES,
     FORMAT,
@@ -139,6 +140,7 @@ def read_snapshot_file(path: str | Path) -> Snapshot:
     """Load a snapshot file ('-' reads stdin)."""
     if str(path) == "-":
         return load_snapshot(sys.stdin.buffer, "<stdin>")
+    refuse_special(path, "snapshot file")
     try:
         with open(path, "rb") as stream:
             data = stream.read()

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import IO
 
 from gpuq.errors import BadInput, NotFound
+from gpuq.files import refuse_special
 from gpuq.textsafe import visible
 from gpuq.trace.record import TraceError
 
@@ -31,6 +32,7 @@ def _refuse(path: str, exc: OSError) -> Exception:
 @contextmanager
 def open_binary(path: str) -> Iterator[IO[bytes]]:
     """The file's bytes as a line-iterable stream (gunzipped when the name ends in .gz)."""
+    refuse_special(path, "trace file")
     try:
         raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 (closed below)
     except OSError as exc:

@@ -33,6 +33,7 @@ from gpuq.backends.recording.format import (
     unpack_payload,
 )
 from gpuq.errors import BadInput, NotFound
+from gpuq.files import refuse_special
 from gpuq.model import Snapshot
 from gpuq.textsafe import visible
 
@@ -58,6 +59,7 @@ class Scan:
 def scan_file(path: Path) -> Scan | None:
     """Index `path` by its frame headers (None: the file is empty); BadInput when it is not a v1
     recording or a frame before the last is damaged."""
+    refuse_special(path, "recording")
     try:
         with open(path, "rb") as stream:
             if os.fstat(stream.fileno()).st_size == 0:
