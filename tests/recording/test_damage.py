@@ -191,3 +191,21 @@ def test_a_delta_nested_too_deep_is_refused_with_where(tmp_path: Path) -> None:
     recording = Recording.open(tmp_path)
     with pytest.raises(BadInput, match=rf"^{path}: frame 3 at offset {size}: not a valid delta \(nested too deep\)"):
         recording.snapshot_at("prod", 3)
+
+
+def test_a_frame_that_inflates_past_the_bound_is_refused_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """zlib inflates up to ~1,000×: a small hostile frame must not take gigabytes before its
+    error. (The bound made small here: the same check at any size.)"""
+    from gpuq.backends.recording import format as recording_format
+
+    monkeypatch.setattr(recording_format, "MAX_INFLATED", 1 << 20)
+    path = record(tmp_path, story(3))
+    bomb = b'{"taken_at":"2027-01-15T08:00:10Z","x":"' + b"a" * (3 << 20) + b'"}'
+    size = path.stat().st_size
+    with path.open("ab") as stream:
+        stream.write(pack_frame(DELTA, START + 10, bomb))
+        stream.write(pack_frame(DELTA, START + 20, b'{"taken_at":"2027-01-15T08:00:20Z"}'))  # (not the last)
+    assert path.stat().st_size - size < 64 * 1024  # (a small frame)
+    recording = Recording.open(tmp_path)
+    with pytest.raises(BadInput, match=rf"^{path}: .*inflates to more than 1 MiB"):
+        recording.snapshot_at("prod", 3)

@@ -36,6 +36,7 @@ __all__ = [
     "FRAME_HEADER",
     "KEYFRAME",
     "MAX_HEADER_LINE",
+    "MAX_INFLATED",
     "MAX_PAYLOAD",
     "SUFFIX",
     "Delta",
@@ -63,6 +64,9 @@ DELTA = ord("D")
 FRAME_HEADER = struct.Struct("<4sBdII")
 #: no frame is longer (a length past it is a damaged header, not a frame)
 MAX_PAYLOAD = 1 << 30
+#: no frame inflates to more (a 200,000-job snapshot is ~70 MB): zlib inflates up to ~1,000×, so
+#: a small hostile frame could otherwise take gigabytes and most of a minute before its error
+MAX_INFLATED = 256 << 20
 #: the header line is at most this long (a longer first line is not a recording's)
 MAX_HEADER_LINE = 64 * 1024
 #: a keyframe every this many frames: seeking decodes at most this many frames minus one deltas
@@ -136,10 +140,16 @@ def unpack_payload(header: FrameHeader, packed: bytes) -> bytes:
     """The payload of a frame; ValueError (with what is wrong) when it is damaged."""
     if len(packed) != header.length or zlib.crc32(packed) != header.crc:
         raise ValueError("its checksum does not match")
+    inflate = zlib.decompressobj()
     try:
-        return zlib.decompress(packed)
+        payload = inflate.decompress(packed, MAX_INFLATED + 1)
     except zlib.error as exc:
         raise ValueError(f"it does not decompress ({exc})") from None
+    if len(payload) > MAX_INFLATED or inflate.unconsumed_tail:
+        raise ValueError(f"it inflates to more than {MAX_INFLATED >> 20} MiB, more than any frame gpuq writes")
+    if not inflate.eof:
+        raise ValueError("it does not decompress (its compressed data ends early)")
+    return payload
 
 
 # ---------------------------------------------------------------------------- payloads
