@@ -9,7 +9,7 @@ unknown id or a key Textual cannot name is a usage error naming the config line.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from textual.binding import Binding
@@ -90,24 +90,30 @@ _BY_ID = {a.id: a for a in ACTIONS}
 _KEY = re.compile(r"^(?:(?:ctrl|shift|alt|meta|super|hyper)\+)*(?:[a-z][a-z0-9_]*|[^\s,+])$")
 
 
-def check_keys(overrides: Mapping[str, str], where: Mapping[str, str] | None = None) -> dict[str, str]:
+def check_keys(overrides: Mapping[str, str], where: Callable[[str], str] | None = None) -> dict[str, str]:
     """The config's `[console.keys]`, checked: each id names an action and each key is one
-    Textual can name. ``where``: id -> `file:line` to name in an error. Returns id -> keys."""
+    Textual can name. ``where``: id -> `file:line` to name in an error, asked only for the entry
+    in error (finding a key's line scans the file: asked of every entry, thousands of them took
+    minutes). Returns id -> keys."""
     checked: dict[str, str] = {}
     for action_id, spec in overrides.items():
-        at = f"{where[action_id]}: " if where and action_id in where else ""
         if action_id not in _BY_ID:
             known = ", ".join(sorted(_BY_ID))
-            raise BadInput(f"{at}console.keys.{action_id}: unknown action (one of {known})")
+            raise BadInput(f"{_at(where, action_id)}console.keys.{action_id}: unknown action (one of {known})")
         keys = [k.strip() for k in spec.split(",")]
         bad = [k for k in keys if not _KEY.match(k)]
         if not keys or bad:
             raise BadInput(
-                f"{at}console.keys.{action_id}: {', '.join(map(repr, bad)) or repr(spec)} is not a key name "
+                f"{_at(where, action_id)}console.keys.{action_id}: {', '.join(map(repr, bad)) or repr(spec)} "
+                "is not a key name "
                 "(a character such as B, or a name such as f5, ctrl+r, escape, question_mark)"
             )
         checked[action_id] = ",".join(keys)
     return checked
+
+
+def _at(where: Callable[[str], str] | None, action_id: str) -> str:
+    return f"{where(action_id)}: " if where is not None else ""
 
 
 def keys_of(action_id: str, overrides: Mapping[str, str] | None = None) -> str:

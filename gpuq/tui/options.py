@@ -38,8 +38,7 @@ def console_setup(
     kubeconfig context given) and the settings (the options win over the config's `[console]`
     table). ``flags``: the Kubernetes flags as backend options (`-n`, `-A`, `-l`, one `--context`)."""
     console = config.console
-    where = {key: config.where(f"console.keys.{key}") for key in console.keys}
-    keys = check_keys(console.keys, where)
+    keys = check_keys(console.keys, lambda key: config.where(f"console.keys.{key}"))
     settings = ConsoleSettings(
         refresh_s=refresh if refresh is not None else console.refresh_s,
         theme=theme or console.theme,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpuq.errors import BadInput
@@ -50,7 +52,7 @@ def test_config_rebinds_are_checked() -> None:
     assert check_keys({"bump": "B", "queue": "1, f1"}) == {"bump": "B", "queue": "1,f1"}
     assert keys_of("queue", {"queue": "1,f1"}) == "1,f1" and keys_of("sla") == "3"
     with pytest.raises(BadInput, match=r"^config.toml:4: console.keys.bumpp: unknown action \(one of .*bump"):
-        check_keys({"bumpp": "B"}, {"bumpp": "config.toml:4"})
+        check_keys({"bumpp": "B"}, {"bumpp": "config.toml:4"}.__getitem__)
     with pytest.raises(BadInput, match=r"console.keys.bump: 'ctrl r' is not a key name"):
         check_keys({"bump": "ctrl r"})
     with pytest.raises(BadInput, match="is not a key name"):
@@ -72,3 +74,27 @@ def test_the_readme_lists_every_action_with_its_default_keys() -> None:
              "less_than_sign": "<", "plus": "+", "minus": "-"}  # fmt: skip
     for action in ACTIONS:
         assert rows[action.id] == ",".join(names.get(k, k) for k in action.keys.split(",")), action.id
+
+
+def test_thousands_of_key_entries_ask_the_line_of_the_bad_one_only(tmp_path: Path) -> None:
+    """Finding a key's line scans the config: asked for each of 10,000 entries it took minutes
+    before the first error. The console asks it of the entry in error alone."""
+    from gpuq import config as config_module
+    from gpuq.config import load_config
+    from gpuq.tui.options import console_setup
+
+    path = tmp_path / "config.toml"
+    path.write_text("[console.keys]\n" + "".join(f'k{i} = "b"\n' for i in range(10_000)))
+    loaded = load_config(path)
+    asked: list[str] = []
+    real = config_module.find_key_line
+
+    def counting(text: str, dotted: str) -> int | None:
+        asked.append(dotted)
+        return real(text, dotted)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(config_module, "find_key_line", counting)
+        with pytest.raises(BadInput, match=rf"^{path}:2: console\.keys\.k0: unknown action"):
+            console_setup(loaded)
+    assert asked == ["console.keys.k0"]
