@@ -145,10 +145,15 @@ def test_the_cluster_queues_rules_are_in_the_snapshot(gpuq: Gpuq, kueue_lab: Wri
     an admitted workload carries its ClusterQueue and Workload priority, a waiting workload the
     ClusterQueue of its LocalQueue (55)."""
     snapshot = _json(gpuq("--backend", "k8s", "snapshot"))
-    assert snapshot["queues"] == [{"name": "gpu-cq", "within_queue": "lower_priority", "reclaim_within_cohort": "any"}]
+    assert snapshot["queues"] == [{"name": "gpu-cq", "within_queue": "lower_priority", "reclaim_within_cohort": "any",
+                                   "gpu_quotas": [{"flavor": "h100", "nominal": 32}],
+                                   "local_queues": ["ml-team-a/team-a-queue", "ml-team-b/team-b-queue"]}]  # fmt: skip
     jobs = {j["id"]: j for j in snapshot["jobs"]}
     train = jobs["ml-team-a/train-llama-70b-7x2kq"]
     assert (train["queue"], train["queue_priority"]) == ("gpu-cq", 1000)
+    # (58: admitted with flavor h100; created 09:26:30, QuotaReserved since 06:26:30)
+    assert (train["queue_flavor"], train["queue_time"], train["admitted_time"]) == (
+        "h100", "2026-12-01T09:26:30Z", "2026-12-01T06:26:30Z")
     assert jobs["ml-team-a/job-urgent-finetune-b81e0"]["queue"] == "gpu-cq"  # (team-a-queue → gpu-cq)
     assert "queue" not in jobs["ml-team-b/sweep-lr-4wz8n"]  # (no workload Kueue admitted runs it)
 
@@ -185,7 +190,9 @@ def test_a_policy_gpuq_does_not_know_reads_as_never_and_is_said(gpuq: Gpuq, kueu
     kueue_lab.reply("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", status=200, body=odd, times=10)
     result = gpuq("--backend", "k8s", "preview", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json")
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    assert _json(gpuq("--backend", "k8s", "snapshot"))["queues"] == [{"name": "gpu-cq"}]  # (Never, Never: unwritten)
+    queues = _json(gpuq("--backend", "k8s", "snapshot"))["queues"]
+    assert [{k: v for k, v in q.items() if "polic" in k or "within" in k or k == "name"} for q in queues] == [
+        {"name": "gpu-cq"}]  # (Never, Never: unwritten)
     backend = KubernetesBackend(kubeconfig=str(kueue_lab.kubeconfig(tmp_path / "kubeconfig")), watch=False,
                                 clock=FixedClock(NOW))  # fmt: skip
     try:
