@@ -309,11 +309,21 @@ def queue_plan(snapshot: Snapshot, request: PreviewRequest) -> QueuePlan | None:
     notes: list[str] = []
     if any(m.fair_sharing for m in members):
         where = f"cohort {cq.cohort}" if cq.cohort else f"ClusterQueue {cq.name}"
-        return QueuePlan(cq.name, None, False, notes=(
-            f"{where} uses fair sharing: Kueue then preempts by the queues' shares, which gpuq does not predict",))
+        return QueuePlan(
+            cq.name,
+            None,
+            False,
+            notes=(
+                f"{where} uses fair sharing: Kueue then preempts by the queues' shares, which gpuq does not predict",
+            ),
+        )
     if not cq.gpu_quotas:
-        return QueuePlan(cq.name, None, False, notes=(
-            f"ClusterQueue {cq.name} has no nvidia.com/gpu quota: Kueue admits no GPU workload through it",))
+        return QueuePlan(
+            cq.name,
+            None,
+            False,
+            notes=(f"ClusterQueue {cq.name} has no nvidia.com/gpu quota: Kueue admits no GPU workload through it",),
+        )
     by_queue = workloads_by_queue(snapshot)
     p = _preemptor(snapshot, request, cq)
     names = [m.name for m in members]
@@ -322,9 +332,16 @@ def queue_plan(snapshot: Snapshot, request: PreviewRequest) -> QueuePlan | None:
     for fl in flavors:
         if fl.fits(p.gpus, True):
             borrows = fl.usage[cq.name] + p.gpus > fl.quotas[cq.name].nominal
-            return QueuePlan(cq.name, fl.flavor, True, notes=(
-                f"fits ClusterQueue {cq.name}'s quota in flavor {fl.flavor} now"
-                + (f", borrowing from cohort {cq.cohort}" if borrows else "") + ": Kueue admits it, preempting nothing",))
+            return QueuePlan(
+                cq.name,
+                fl.flavor,
+                True,
+                notes=(
+                    f"fits ClusterQueue {cq.name}'s quota in flavor {fl.flavor} now"
+                    + (f", borrowing from cohort {cq.cohort}" if borrows else "")
+                    + ": Kueue admits it, preempting nothing",
+                ),
+            )
     for fl in flavors:
         quota = fl.quotas[cq.name]
         short = f"flavor {fl.flavor}: {fl.usage[cq.name]} of {quota.nominal} nominal GPUs in use"
@@ -365,7 +382,9 @@ def admission_block(snapshot: Snapshot, job: Job) -> str | None:
         if fl.fits(job.gpus, True):
             text += f", so {job.gpus} more fit: Kueue should admit it at its next pass"
         elif cq.cohort is None:
-            text += f"; {job.gpus} more need {used + job.gpus - q.nominal} beyond it, and with no cohort it cannot borrow"
+            text += (
+                f"; {job.gpus} more need {used + job.gpus - q.nominal} beyond it, and with no cohort it cannot borrow"
+            )
         else:
             free = fl.pool - fl.pool_used
             limit = "no borrowing limit" if q.borrowing_limit is None else f"borrowing limit {q.borrowing_limit}"

@@ -297,8 +297,8 @@ def kueue_plan(snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None
         if found.flavor:
             details["flavor"] = found.flavor
         for job in sorted(wl.jobs, key=lambda j: j.id):
-            victims.append(NativeVictim(job.id, job.nodes, job.gpus, wl.priority,
-                                        f"whole workload {wl.key} ({wl.gpus} GPUs), {victim.reason}", details))  # fmt: skip
+            why = f"whole workload {wl.key} ({wl.gpus} GPUs), {victim.reason}"
+            victims.append(NativeVictim(job.id, job.nodes, job.gpus, wl.priority, why, details))
     nodes = tuple(sorted({n for v in victims for n in v.nodes}))
     notes = (*found.notes, "once Kueue admits it, kube-scheduler places its pods, and preempts by pod priority "
              "where the nodes are full")  # fmt: skip
