@@ -214,7 +214,8 @@ def test_kueues_own_plan_is_the_native_half_of_a_workloads_preview(gpuq: Gpuq, k
     doc = _json(gpuq("--backend", "k8s", "preview", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json"))
     native = doc["native"]
     assert (native["scheduler"], native["would_preempt"], native["victims"]) == ("Kueue", False, [])
-    assert native["notes"][0] == "fits ClusterQueue gpu-cq's quota in flavor h100 now: Kueue admits it, preempting nothing"
+    assert native["notes"][0] == ("fits ClusterQueue gpu-cq's quota in flavor h100 now: Kueue admits it, preempting "
+                                  "nothing")  # fmt: skip
     job = _json(gpuq("--backend", "k8s", "job", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json"))
     assert ("Kueue holds it in ClusterQueue gpu-cq for lack of quota: flavor h100: 8 of 32 nominal GPUs in use, so "
             "24 more fit: Kueue should admit it at its next pass") in job["explanation"]  # fmt: skip
