@@ -163,14 +163,20 @@ class NativePlan(msgspec.Struct, frozen=True):
     nodes: tuple[str, ...] = ()
     victims: tuple[NativeVictim, ...] = ()
     notes: tuple[str, ...] = ()
+    #: who decides, where it is not the backend's usual scheduler (``Kueue`` for a workload it
+    #: holds back); views name it beside "native scheduler"
+    scheduler: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "would_preempt": self.would_preempt,
             "nodes": list(self.nodes),
             "victims": [v.to_dict() for v in self.victims],
             "notes": list(self.notes),
         }
+        if self.scheduler:
+            out["scheduler"] = self.scheduler
+        return out
 
 
 class NativePriority(msgspec.Struct, frozen=True):

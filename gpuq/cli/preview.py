@@ -4,7 +4,8 @@
 "victims": [{"id", "nodes", "gpus", "gpu_seconds_lost", "cost", "effective_priority", "reason":
 "chosen", "detail"}], "spared": [{"id", "reason", "detail"}], "freed_gpus", "total_cost",
 "blocked", "notes"}` plus `"native": {"would_preempt", "nodes", "victims": [{"id", "nodes", "gpus",
-"priority", "reason", …}], "notes"}` when the backend can predict its own scheduler. Exit 0
+"priority", "reason", …}], "notes"}` when the backend can predict its own scheduler (with
+`"scheduler": "Kueue"` where Kueue decides: a workload waiting in a ClusterQueue). Exit 0
 whether or not it would preempt; 1 only when the request can never be met.
 """
 
@@ -16,7 +17,15 @@ from gpuq.cli.options import App, complete_class, complete_tenant, global_option
 from gpuq.cli.render import emit_csv, emit_json, print_table, say, warn
 from gpuq.textsafe import visible
 from gpuq.views.columns import PREVIEW_SPARED, PREVIEW_VICTIMS
-from gpuq.views.preview import PreviewView, from_preview, native_summary, spared_rows, verdict, victim_rows
+from gpuq.views.preview import (
+    PreviewView,
+    from_preview,
+    native_heading,
+    native_summary,
+    spared_rows,
+    verdict,
+    victim_rows,
+)
 
 __all__ = ["preview", "show_preview"]
 
@@ -59,7 +68,7 @@ def show_preview(app: App, view: PreviewView, *, heading: str | None = None) -> 
         say(app, f"native scheduler: {result.native_error}")
     if result.native is not None:
         native = result.native
-        say(app, f"native scheduler: {native_summary(native)}")
+        say(app, f"{native_heading(native)}: {native_summary(native)}")
         for victim in native.victims:
             say(app, f"  {victim.id}: {victim.reason}")
         for note in native.notes:

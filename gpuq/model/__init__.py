@@ -44,6 +44,7 @@ __all__ = [
     "PreviewRequest",
     "Queue",
     "QueuePolicy",
+    "QueueQuota",
     "Snapshot",
     "Timestamp",
     "from_epoch",
@@ -190,19 +191,44 @@ class QueuePolicy(StrEnum):
     ANY = "any"
 
 
+class QueueQuota(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """A queue's GPU quota in one resource flavor (Kueue: a ClusterQueue's ``nvidia.com/gpu`` in
+    ``resourceGroups[].flavors[]``): `nominal` GPUs of its own, borrowing from its cohort up to
+    `borrowing_limit` more (None: no limit), lending it at most `lending_limit` (None: all)."""
+
+    flavor: str
+    nominal: JobGpus = 0
+    borrowing_limit: JobGpus | None = None
+    lending_limit: JobGpus | None = None
+
+
 class Queue(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """A queue a queue manager admits jobs through, and whom it lets them preempt (Kueue: a
     ClusterQueue and its ``spec.preemption``; unset fields are Kueue's defaults, ``Never``).
 
     `within_queue`: jobs admitted through this same queue; `reclaim_within_cohort`: jobs admitted
     through another queue of the same `cohort` (Kueue takes those only while their queue uses more
-    than its nominal quota, which gpuq does not check). Priorities compared are the queue
+    than its nominal quota: gpuq's policy does not check it, the prediction of Kueue's own plan,
+    `gpuq.backends.kubernetes.kueueplan`, does). Priorities compared are the queue
     manager's (`Job.queue_priority`)."""
 
     name: str
     cohort: str | None = None
     within_queue: QueuePolicy = QueuePolicy.NEVER
     reclaim_within_cohort: QueuePolicy = QueuePolicy.NEVER
+    #: its GPU quota per resource flavor, in the order the queue lists them (Kueue tries them in
+    #: that order); empty: the queue has no GPU quota (or the snapshot predates quotas)
+    gpu_quotas: tuple[QueueQuota, ...] = ()
+    #: Kueue's ``borrowWithinCohort``: whether a job may preempt in the cohort while borrowing
+    #: (``LowerPriority``, else ``Never``), and only jobs below ``maxPriorityThreshold`` + 1
+    borrow_within_cohort: QueuePolicy = QueuePolicy.NEVER
+    borrow_max_priority: Priority | None = None
+    #: whether the queue sets a fair-sharing weight (Kueue's fair sharing: not predicted by gpuq)
+    fair_sharing: bool = False
+    #: the queues jobs are submitted to that lead here (Kueue's LocalQueues, ``namespace/name``)
+    local_queues: tuple[str, ...] = ()
+    #: the queue manager (`Job.admitted_by` of the jobs it admits)
+    manager: str = "kueue"
 
     @property
     def preempts_nothing(self) -> bool:
@@ -276,6 +302,14 @@ class Job(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, rename={"jo
     #: that is not `priority` (Kueue: a pod's Workload's ``spec.priority``)
     queue: str | None = None
     queue_priority: Priority | None = None
+    #: the resource flavor of the GPUs its queue manager admitted it with (Kueue: the
+    #: Workload's ``status.admission`` flavor of ``nvidia.com/gpu``)
+    queue_flavor: str | None = None
+    #: when it entered its queue (Kueue: the Workload's creation, its queue order), and when the
+    #: queue manager admitted it (Kueue: ``QuotaReserved``), where these are not `submit_time`
+    #: and `start_time`
+    queue_time: Timestamp | None = None
+    admitted_time: Timestamp | None = None
 
     @property
     def is_pending(self) -> bool:

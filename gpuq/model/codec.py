@@ -155,7 +155,7 @@ def read_snapshot_file(path: str | Path) -> Snapshot:
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 _TIMES = ("submit_time", "eligible_time", "start_time", "end_time", "last_checkpoint_time", "exempt_until",
-          "resumed_time")
+          "resumed_time", "queue_time", "admitted_time")
 
 
 def _sound(doc: SnapshotDocument) -> bool:
@@ -190,6 +190,10 @@ def _sound(doc: SnapshotDocument) -> bool:
         if (u := job.exempt_until) is not None and (u < lo or u > hi):
             return False
         if (u := job.resumed_time) is not None and (u < lo or u > hi):
+            return False
+        if (u := job.queue_time) is not None and (u < lo or u > hi):
+            return False
+        if (u := job.admitted_time) is not None and (u < lo or u > hi):
             return False
         for t in job.preemption_times:
             if t < lo or t > hi:
@@ -236,7 +240,7 @@ def _time_out_of_range(doc: SnapshotDocument) -> str | None:
         if submit < lo or submit > hi:
             return f"jobs[{i}].submit_time"
         for t in (job.eligible_time, job.start_time, job.end_time, job.last_checkpoint_time, job.exempt_until,
-                  job.resumed_time):
+                  job.resumed_time, job.queue_time, job.admitted_time):
             if t is not None and (t < lo or t > hi):
                 return f"jobs[{i}].{next(n for n in _TIMES if getattr(job, n) is t)}"
         for k, t in enumerate(job.preemption_times):

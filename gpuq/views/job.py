@@ -12,6 +12,7 @@ from gpuq.model import DAY_S, Job, JobClass, JobState, Snapshot
 from gpuq.policy.config import Policy
 from gpuq.policy.engine import Plan, class_of, plan_preemption, request_for_job
 from gpuq.policy.order import queue_position
+from gpuq.policy.queueplan import admission_block
 from gpuq.policy.rules import Reason, effective_priority, gpu_seconds_lost, standing_protection
 from gpuq.service import Cluster
 from gpuq.timefmt import format_duration
@@ -68,6 +69,9 @@ def pending_reasons(snapshot: Snapshot, policy: Policy, job: Job, now: float) ->
     )
     if job.reason:
         lines.append(f"the scheduler gives the reason: {job.reason}")
+    held = admission_block(snapshot, job)  # (a queue manager's: Kueue's quota, flavor, borrowing)
+    if held is not None:
+        lines.append(held)
     plan = plan_preemption(snapshot, policy, request_for_job(job), now)
     ahead = queue_position(snapshot, policy, job, now)
     if not plan.feasible:

@@ -24,6 +24,7 @@ __all__ = [
     "SparedRow",
     "Verdict",
     "VictimRow",
+    "native_heading",
     "native_rows",
     "native_summary",
     "preview_view",
@@ -152,6 +153,11 @@ def victim_rows(view: PreviewView) -> list[VictimRow]:
 
 def spared_rows(view: PreviewView) -> list[SparedRow]:
     return [(s.job_id, s.reason.value, s.detail) for s in view.preview.plan.spared]
+
+
+def native_heading(native: NativePlan) -> str:
+    """Whose plan it is: "native scheduler", or "native scheduler (Kueue)" where Kueue decides."""
+    return f"native scheduler ({native.scheduler})" if native.scheduler else "native scheduler"
 
 
 def native_summary(native: NativePlan) -> str:

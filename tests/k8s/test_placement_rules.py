@@ -145,10 +145,15 @@ def test_the_cluster_queues_rules_are_in_the_snapshot(gpuq: Gpuq, kueue_lab: Wri
     an admitted workload carries its ClusterQueue and Workload priority, a waiting workload the
     ClusterQueue of its LocalQueue (55)."""
     snapshot = _json(gpuq("--backend", "k8s", "snapshot"))
-    assert snapshot["queues"] == [{"name": "gpu-cq", "within_queue": "lower_priority", "reclaim_within_cohort": "any"}]
+    assert snapshot["queues"] == [{"name": "gpu-cq", "within_queue": "lower_priority", "reclaim_within_cohort": "any",
+                                   "gpu_quotas": [{"flavor": "h100", "nominal": 32}],
+                                   "local_queues": ["ml-team-a/team-a-queue", "ml-team-b/team-b-queue"]}]  # fmt: skip
     jobs = {j["id"]: j for j in snapshot["jobs"]}
     train = jobs["ml-team-a/train-llama-70b-7x2kq"]
     assert (train["queue"], train["queue_priority"]) == ("gpu-cq", 1000)
+    # (58: admitted with flavor h100; created 09:26:30, QuotaReserved since 06:26:30)
+    assert (train["queue_flavor"], train["queue_time"], train["admitted_time"]) == (
+        "h100", "2026-12-01T09:26:30Z", "2026-12-01T06:26:30Z")
     assert jobs["ml-team-a/job-urgent-finetune-b81e0"]["queue"] == "gpu-cq"  # (team-a-queue → gpu-cq)
     assert "queue" not in jobs["ml-team-b/sweep-lr-4wz8n"]  # (no workload Kueue admitted runs it)
 
@@ -185,7 +190,9 @@ def test_a_policy_gpuq_does_not_know_reads_as_never_and_is_said(gpuq: Gpuq, kueu
     kueue_lab.reply("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", status=200, body=odd, times=10)
     result = gpuq("--backend", "k8s", "preview", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json")
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    assert _json(gpuq("--backend", "k8s", "snapshot"))["queues"] == [{"name": "gpu-cq"}]  # (Never, Never: unwritten)
+    queues = _json(gpuq("--backend", "k8s", "snapshot"))["queues"]
+    assert [{k: v for k, v in q.items() if "polic" in k or "within" in k or k == "name"} for q in queues] == [
+        {"name": "gpu-cq"}]  # (Never, Never: unwritten)
     backend = KubernetesBackend(kubeconfig=str(kueue_lab.kubeconfig(tmp_path / "kubeconfig")), watch=False,
                                 clock=FixedClock(NOW))  # fmt: skip
     try:
@@ -197,3 +204,33 @@ def test_a_policy_gpuq_does_not_know_reads_as_never_and_is_said(gpuq: Gpuq, kueu
                      "Never, LowerPriority, LowerOrNewerEqualPriority: read as Never",
                      "ClusterQueue gpu-cq: spec.preemption.reclaimWithinCohort '7' is not one of Never, LowerPriority, "
                      "Any: read as Never")  # fmt: skip
+
+
+def test_kueues_own_plan_is_the_native_half_of_a_workloads_preview(gpuq: Gpuq, kueue_lab: WritableDouble) -> None:
+    """The recorded lab: job-urgent-finetune-b81e0 (24 GPUs, priority 100000) waits in gpu-cq
+    (32 nominal GPUs, withinClusterQueue LowerPriority, no cohort), whose admitted workloads'
+    running pods hold 8 (train-llama-70b's one running pod). 8 + 24 fit the 32: Kueue admits it
+    preempting nothing, and says so in the native half, named as Kueue's."""
+    doc = _json(gpuq("--backend", "k8s", "preview", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json"))
+    native = doc["native"]
+    assert (native["scheduler"], native["would_preempt"], native["victims"]) == ("Kueue", False, [])
+    assert native["notes"][0] == ("fits ClusterQueue gpu-cq's quota in flavor h100 now: Kueue admits it, preempting "
+                                  "nothing")  # fmt: skip
+    job = _json(gpuq("--backend", "k8s", "job", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json"))
+    assert ("Kueue holds it in ClusterQueue gpu-cq for lack of quota: flavor h100: 8 of 32 nominal GPUs in use, so "
+            "24 more fit: Kueue should admit it at its next pass") in job["explanation"]  # fmt: skip
+
+
+def test_kueue_preempts_the_whole_admitted_workload(gpuq: Gpuq, kueue_lab: WritableDouble) -> None:
+    """gpu-cq's nominal quota cut to 8: the 24 GPUs are more than its nominal quota and it has no
+    cohort, so Kueue preempts nothing; a 8-GPU what-if is not Kueue's (no queue named) and
+    kube-scheduler's plan stands."""
+    doc = json.loads((FIXTURES / "54-kueue-clusterqueues.json").read_bytes())
+    doc["items"][0]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = 8
+    kueue_lab.reply("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", status=200, body=json.dumps(doc).encode(),
+                    times=10)  # fmt: skip
+    native = _json(gpuq("--backend", "k8s", "preview", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json"))["native"]
+    assert (native["scheduler"], native["victims"]) == ("Kueue", [])
+    assert "24 GPUs is more than its nominal quota" in native["notes"][0]
+    what_if = _json(gpuq("--backend", "k8s", "preview", "--gpus", "8", "--priority", "1000", "-o", "json"))["native"]
+    assert "scheduler" not in what_if

@@ -20,7 +20,7 @@ from gpuq.backends.kubernetes.actions import KubeActions
 from gpuq.backends.kubernetes.client import KubeClient
 from gpuq.backends.kubernetes.convert import SYSTEM_PRIORITY_MIN
 from gpuq.backends.kubernetes.listwatch import DEFAULT_PAGE
-from gpuq.backends.kubernetes.native import NativePreview
+from gpuq.backends.kubernetes.native import NativePreview, kueue_plan
 from gpuq.backends.kubernetes.state import ClusterState
 from gpuq.errors import BadInput
 from gpuq.model import PreviewRequest, Snapshot, from_epoch
@@ -145,7 +145,12 @@ class KubernetesBackend(Backend):
 
     def native_preview(self, snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None:
         """kube-scheduler's DefaultPreemption for `request`, on what the cache holds now
-        (gpuq/backends/kubernetes/native.py)."""
+        (gpuq/backends/kubernetes/native.py); for a request waiting in a Kueue ClusterQueue,
+        Kueue's own plan instead (`native.kueue_plan`), which decides first."""
+        if request.queue is not None:
+            found = kueue_plan(snapshot, request)
+            if found is not None:
+                return found
         return self.native.plan(request)
 
     def export_history(self, since: float, until: float) -> Iterator[TraceJob]:

@@ -17,18 +17,20 @@ mapping (README, "Kubernetes"):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 import msgspec
 
-from gpuq.backends.kubernetes.kueue import ClusterQueue, Workload, WorkloadPriorityClass
-from gpuq.backends.kubernetes.wire import Condition, Node, Pod, PriorityClass
+from gpuq.backends.kubernetes.kueue import Admission, ClusterQueue, Workload, WorkloadPriorityClass
+from gpuq.backends.kubernetes.wire import GPU_RESOURCE, Condition, Node, Pod, PriorityClass
 from gpuq.errors import BadInput
 from gpuq.model import (
     ACTIVE_STATES,
     MAX_GPUS_PER_NODE,
+    MAX_JOB_GPUS,
     MAX_NODES,
+    MAX_PRIORITY,
     Job,
     JobClass,
     JobState,
@@ -36,6 +38,7 @@ from gpuq.model import (
     PreemptionEvent,
     Queue,
     QueuePolicy,
+    QueueQuota,
     time_in_range,
 )
 from gpuq.model import Node as ModelNode
@@ -51,6 +54,7 @@ __all__ = [
     "USER_ANNOTATION",
     "admitted_owners",
     "cluster_queue",
+    "gpu_flavor",
     "job_class",
     "merged_times",
     "model_node",
@@ -380,10 +384,19 @@ def admitted_owners(workloads: Iterable[Workload]) -> dict[str, Workload]:
     return out
 
 
+def gpu_flavor(admission: Admission | None) -> str | None:
+    """The resource flavor Kueue admitted a workload's GPUs with (its first pod set asking for
+    any), None when the admission names none."""
+    if admission is None:
+        return None
+    return next((a.flavors[GPU_RESOURCE] for a in admission.pod_set_assignments if GPU_RESOURCE in a.flavors), None)
+
+
 #: Kueue's values of ``withinClusterQueue`` and ``reclaimWithinCohort`` (its CRD's enums)
 _WITHIN = {"Never": QueuePolicy.NEVER, "LowerPriority": QueuePolicy.LOWER_PRIORITY,
            "LowerOrNewerEqualPriority": QueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY}  # fmt: skip
 _RECLAIM = {"Never": QueuePolicy.NEVER, "LowerPriority": QueuePolicy.LOWER_PRIORITY, "Any": QueuePolicy.ANY}
+_BORROW = {"Never": QueuePolicy.NEVER, "LowerPriority": QueuePolicy.LOWER_PRIORITY}
 
 
 def cluster_queue(cq: ClusterQueue) -> tuple[Queue, tuple[str, ...]]:
@@ -407,8 +420,39 @@ def cluster_queue(cq: ClusterQueue) -> tuple[Queue, tuple[str, ...]]:
 
     within = policy(None if found is None else found.within_cluster_queue, _WITHIN, "withinClusterQueue")
     reclaim = policy(None if found is None else found.reclaim_within_cohort, _RECLAIM, "reclaimWithinCohort")
-    queue = Queue(cq.metadata.name, spec.cohort or spec.cohort_name or None, within, reclaim)
+    borrow, threshold = _borrow_within_cohort(None if found is None else found.borrow_within_cohort, policy, problems,
+                                              visible(cq.metadata.name))  # fmt: skip
+    try:
+        quotas = tuple(QueueQuota(flavor, min(nominal, MAX_JOB_GPUS), _capped(borrowing), _capped(lending))
+                       for flavor, nominal, borrowing, lending in cq.gpu_quotas())  # fmt: skip
+    except BadInput as exc:
+        problems.append(f"ClusterQueue {visible(cq.metadata.name)}: {exc}: its GPU quota read as none")
+        quotas = ()
+    queue = Queue(cq.metadata.name, spec.cohort or spec.cohort_name or None, within, reclaim, quotas, borrow,
+                  threshold, fair_sharing=spec.fair_sharing is not None)  # fmt: skip
     return queue, tuple(problems)
+
+
+def _capped(value: int | None) -> int | None:
+    return None if value is None else min(value, MAX_JOB_GPUS)
+
+
+def _borrow_within_cohort(raw: object, policy: Callable[[object, dict[str, QueuePolicy], str], QueuePolicy],
+                          problems: list[str], name: str) -> tuple[QueuePolicy, int | None]:  # fmt: skip
+    """``borrowWithinCohort {policy, maxPriorityThreshold}``: its policy (``Never`` when absent or
+    unknown, reported by `policy`) and its threshold (None: the preemptor's own priority)."""
+    if not isinstance(raw, dict):
+        return policy(raw, _BORROW, "borrowWithinCohort"), None
+    chosen = policy(raw.get("policy"), _BORROW, "borrowWithinCohort.policy")
+    threshold = raw.get("maxPriorityThreshold")
+    if threshold is None:
+        return chosen, None
+    if type(threshold) is not int or abs(threshold) > MAX_PRIORITY:
+        shown = visible(msgspec.json.encode(threshold).decode())
+        problems.append(f"ClusterQueue {name}: spec.preemption.borrowWithinCohort.maxPriorityThreshold '{shown}' is "
+                        "not a priority: read as Never")  # fmt: skip
+        return QueuePolicy.NEVER, None
+    return chosen, threshold
 
 
 def workload_class(wpc: WorkloadPriorityClass) -> JobClass:

@@ -146,6 +146,8 @@ class WorkloadPriorityClassList(_Wire):
 class _Quota(_Wire):
     name: str = ""
     nominal_quota: int | str = 0
+    borrowing_limit: int | str | None = None
+    lending_limit: int | str | None = None
 
 
 class _FlavorQuotas(_Wire):
@@ -159,11 +161,13 @@ class _ResourceGroup(_Wire):
 
 
 class Preemption(_Wire):
-    """A ClusterQueue's ``spec.preemption`` (``borrowWithinCohort`` is not read). The policies are
-    read as any JSON value: one gpuq does not know is reported, never a failed list."""
+    """A ClusterQueue's ``spec.preemption``. The policies are read as any JSON value: one gpuq
+    does not know is reported, never a failed list (``borrowWithinCohort``: ``{policy,
+    maxPriorityThreshold}``)."""
 
     within_cluster_queue: Any = None
     reclaim_within_cohort: Any = None
+    borrow_within_cohort: Any = None
 
 
 class _ClusterQueueSpec(_Wire):
@@ -171,11 +175,27 @@ class _ClusterQueueSpec(_Wire):
     cohort_name: str = ""  # (the name some versions give the field)
     resource_groups: tuple[_ResourceGroup, ...] = ()
     preemption: Preemption | None = None
+    fair_sharing: Any = None  # ({weight}: set, the cohort may use fair sharing)
 
 
 class ClusterQueue(_Wire):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: _ClusterQueueSpec = msgspec.field(default_factory=_ClusterQueueSpec)
+
+    def gpu_quotas(self) -> list[tuple[str, int, int | None, int | None]]:
+        """Per flavor, in order: (flavor, nominal, borrowing limit, lending limit) of
+        ``nvidia.com/gpu`` (a limit None: not set)."""
+        where = f"clusterqueue {self.metadata.name}"
+        out = []
+        for group in self.spec.resource_groups:
+            for flavor in group.flavors:
+                for quota in flavor.resources:
+                    if quota.name == "nvidia.com/gpu":
+                        borrow, lend = quota.borrowing_limit, quota.lending_limit
+                        out.append((flavor.name, quantity_int(quota.nominal_quota, where),
+                                    None if borrow is None else quantity_int(borrow, where),
+                                    None if lend is None else quantity_int(lend, where)))  # fmt: skip
+        return out
 
     def gpu_quota(self) -> int:
         """The nominal ``nvidia.com/gpu`` quota over all flavors."""

@@ -37,7 +37,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from gpuq.backends.base import NativePlan
+from gpuq.backends.base import NativePlan, NativeVictim
 from gpuq.backends.kubernetes import wire as w
 from gpuq.backends.kubernetes.budgets import Budgets
 from gpuq.backends.kubernetes.convert import PREEMPTION_REASONS, SYSTEM_PRIORITY_MIN
@@ -57,9 +57,10 @@ from gpuq.backends.kubernetes.preemption import (
 )
 from gpuq.backends.kubernetes.state import ClusterState
 from gpuq.errors import GpuqError
-from gpuq.model import PreviewRequest
+from gpuq.model import PreviewRequest, Snapshot
+from gpuq.policy.queueplan import queue_plan
 
-__all__ = ["NativePreview", "choose_class", "node_info", "pdb_info", "pod_info", "user_classes"]
+__all__ = ["NativePreview", "choose_class", "kueue_plan", "node_info", "pdb_info", "pod_info", "user_classes"]
 
 _LIFECYCLE_TAINTS = frozenset({NOT_READY_TAINT, UNREACHABLE_TAINT})
 _GPU_TOLERATION = Toleration(key=w.GPU_RESOURCE, operator="Exists")
@@ -267,9 +268,10 @@ class NativePreview:
                 pods = state.store("pods").items
                 workloads = state.store("workloads").items if "workloads" in state.informers else {}
                 if request.job_id is not None and request.job_id not in pods and request.job_id in workloads:
-                    return NativePlan(False, notes=(
-                        f"{request.job_id} is a Kueue Workload: Kueue admits it by quota and preempts by its "
-                        "ClusterQueue's rules; kube-scheduler only places its pods once they exist",))  # fmt: skip
+                    return NativePlan(False, scheduler="Kueue", notes=(
+                        f"{request.job_id} is a Kueue Workload whose ClusterQueue gpuq cannot read: Kueue admits it "
+                        "by quota and preempts by its ClusterQueue's rules; kube-scheduler only places its pods once "
+                        "they exist",))  # fmt: skip
                 if state.store("nodes").denied:
                     return NativePlan(False, notes=("no right to list nodes: kube-scheduler's choice cannot be "
                                                     "predicted",))  # fmt: skip
@@ -280,6 +282,27 @@ class NativePreview:
             with gc_paused():  # (a few hundred thousand short-lived objects, none in a cycle)
                 return default_preemption(preemptor, nodes, infos, pdbs, scheduler_minor=minor,
                                           budgets=budgets).to_plan()  # fmt: skip
+
+
+def kueue_plan(snapshot: Snapshot, request: PreviewRequest) -> NativePlan | None:
+    """Kueue's own plan for a request waiting in one of its ClusterQueues (`queue_plan`), as a
+    native plan: every pod of each workload it would preempt. None: the request is not Kueue's."""
+    found = queue_plan(snapshot, request)
+    if found is None:
+        return None
+    victims = []
+    for victim in found.victims:
+        wl = victim.workload
+        details = {"clusterqueue": wl.queue, "workload": wl.key}
+        if found.flavor:
+            details["flavor"] = found.flavor
+        for job in sorted(wl.jobs, key=lambda j: j.id):
+            why = f"whole workload {wl.key} ({wl.gpus} GPUs), {victim.reason}"
+            victims.append(NativeVictim(job.id, job.nodes, job.gpus, wl.priority, why, details))
+    nodes = tuple(sorted({n for v in victims for n in v.nodes}))
+    notes = (*found.notes, "once Kueue admits it, kube-scheduler places its pods, and preempts by pod priority "
+             "where the nodes are full")  # fmt: skip
+    return NativePlan(found.would_preempt, nodes, tuple(victims), notes, scheduler="Kueue")
 
 
 def _preemptor(request: PreviewRequest, pod: w.Pod | None, classes: list[w.PriorityClass]) -> Preemptor:

@@ -35,6 +35,7 @@ from gpuq.backends.kubernetes.convert import (
     NO_CLASS,
     admitted_owners,
     cluster_queue,
+    gpu_flavor,
     job_class,
     model_node,
     pod_job,
@@ -351,8 +352,11 @@ class ClusterState:
             # (a pending pod of an admitted workload waits for kube-scheduler, which may preempt any pod)
             if workload is not None:
                 admission = workload.status.admission
+                reserved = workload.condition("QuotaReserved")
                 job = replace(job, admitted_by=KUEUE, queue=admission.cluster_queue or None if admission else None,
-                              queue_priority=workload.spec.priority)  # fmt: skip
+                              queue_priority=workload.spec.priority, queue_flavor=gpu_flavor(admission),
+                              queue_time=workload.metadata.creation_timestamp,
+                              admitted_time=reserved.last_transition_time if reserved else None)  # fmt: skip
             out.append(job)
         return out
 
@@ -375,9 +379,13 @@ class ClusterState:
             return (), ()
         queues: list[Queue] = []
         problems: list[str] = []
+        local: dict[str, list[str]] = {}
+        for key, lq in self.store("localqueues").items.items():
+            local.setdefault(lq.spec.cluster_queue, []).append(key)
         for cq in self.store("clusterqueues").items.values():
             queue, unread = cluster_queue(cq)
-            queues.append(queue)
+            found = local.get(queue.name)
+            queues.append(replace(queue, local_queues=tuple(sorted(found))) if found else queue)
             problems.extend(unread)
         return tuple(sorted(queues, key=lambda q: q.name)), tuple(problems)
 

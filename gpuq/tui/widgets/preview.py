@@ -24,7 +24,15 @@ from textual.widget import Widget
 from gpuq.textsafe import cell_width, visible
 from gpuq.tui.widgets.fitting import TEXT_MIN, choose_columns
 from gpuq.views.columns import PREVIEW_NATIVE, PREVIEW_SPARED, PREVIEW_VICTIMS, Column, Kind, TableSpec
-from gpuq.views.preview import PreviewView, native_rows, native_summary, spared_rows, verdict, victim_rows
+from gpuq.views.preview import (
+    PreviewView,
+    native_heading,
+    native_rows,
+    native_summary,
+    spared_rows,
+    verdict,
+    victim_rows,
+)
 
 __all__ = ["SIDE_BY_SIDE", "FittedTable", "PreviewBody", "preview_renderable"]
 
@@ -131,7 +139,7 @@ class _PreviewRenderable:
         native = result.native
         if native is None:
             return []
-        parts: list[RenderableType] = [Text.assemble(("native scheduler: ", styles["heading"]),
+        parts: list[RenderableType] = [Text.assemble((f"{native_heading(native)}: ", styles["heading"]),
                                                      visible(native_summary(native)))]  # fmt: skip
         if native.victims:
             parts.append(FittedTable(PREVIEW_NATIVE, native_rows(native), header=styles["header"],
