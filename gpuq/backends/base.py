@@ -307,6 +307,17 @@ class Backend(ABC):
         backends without such a cache ignore it.
         """
 
+    def read_once(self) -> None:
+        """This handle serves one command that reads and ends: keep nothing current in the
+        background (no watch, no thread outliving a snapshot). Called before the first snapshot;
+        a backend with nothing running between snapshots ignores it."""
+        return
+
+    def close(self) -> None:
+        """Stop what the backend runs in the background and wait for it (bounded), so the process
+        can end: called once a front end is done with the cluster. Safe to call twice."""
+        return
+
     def job_ids(self) -> list[str]:
         """Job ids for shell completion; cheap, and never raises."""
         try:

@@ -11,13 +11,14 @@ import gc
 import importlib
 import os
 import sys
+import threading
 from typing import Any
 
 import click
 
 from gpuq import __version__
 from gpuq.cli.errors import to_click_error, visible_message
-from gpuq.cli.options import PROCESS_END, global_options
+from gpuq.cli.options import PROCESS_END, global_options, opened_app
 from gpuq.cli.output import silence_stdout
 from gpuq.errors import GpuqError
 
@@ -73,7 +74,14 @@ class GpuqGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                # every way out of a command (its output, a usage error, an error, Ctrl-C) stops
+                # and joins what the cluster runs in the background before the process ends
+                app = opened_app(ctx)
+                if app is not None:
+                    app.close()
         except GpuqError as exc:
             raise to_click_error(exc) from None
         except click.ClickException as exc:
@@ -132,6 +140,14 @@ def _end_at_once(code: object) -> None:
     os._exit(code or 0)
 
 
+def _threads_left() -> bool:
+    """Whether a daemon thread still runs: one the backend could not stop in time (a watch
+    still opening its request, `ClusterState.stop`). Python would finalise under it, and a thread
+    inside OpenSSL then crashes the process (issue 32): such a process ends through os._exit."""
+    main_thread = threading.main_thread()
+    return any(t.daemon and t.is_alive() for t in threading.enumerate() if t is not main_thread)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (`gpuq = "gpuq.cli.main:main"`)."""
     # A command runs for a moment and builds hundreds of thousands of acyclic objects (rows, the
@@ -147,16 +163,23 @@ def main(argv: list[str] | None = None) -> None:
         register()
     PROCESS_END.armed = True
     try:
-        cli.main(args=argv, prog_name="gpuq", complete_var="_GPUQ_COMPLETE")
+        try:
+            cli.main(args=argv, prog_name="gpuq", complete_var="_GPUQ_COMPLETE")
+        except BrokenPipeError:
+            # `gpuq queue | head` (a pipe closed outside a command, e.g. while completing): stop
+            # quietly, and keep Python from complaining at exit.
+            silence_stdout()
+            sys.exit(0)
+        except KeyboardInterrupt:
+            click.echo("gpuq: interrupted", err=True)
+            sys.exit(130)
     except SystemExit as end:  # (click ends every command this way, 0 included)
         if PROCESS_END.kept:
             _end_at_once(end.code)
+        if _threads_left():
+            code = end.code
+            if code is not None and not isinstance(code, int):  # (a message: as Python shows it)
+                print(code, file=sys.stderr)
+                code = 1
+            _end_at_once(code)
         raise
-    except BrokenPipeError:
-        # `gpuq queue | head` (a pipe closed outside a command, e.g. while completing): stop
-        # quietly, and keep Python from complaining at exit.
-        silence_stdout()
-        sys.exit(0)
-    except KeyboardInterrupt:
-        click.echo("gpuq: interrupted", err=True)
-        sys.exit(130)

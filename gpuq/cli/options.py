@@ -43,6 +43,7 @@ __all__ = [
     "current_app",
     "global_options",
     "job_argument",
+    "opened_app",
     "pass_app",
     "watchable",
 ]
@@ -245,7 +246,16 @@ class App:
                 clock=self.injected.clock,
                 flags=self.kube_flags(),
             )
+            if not self.watching:  # (a command that reads and ends: no watch to stop at exit)
+                self._cluster.read_once()
         return self._cluster
+
+    def close(self) -> None:
+        """Close the cluster this invocation opened, if any (`Cluster.close`): every way out of a
+        command passes here (`GpuqGroup.invoke`)."""
+        cluster, self._cluster = self._cluster, None
+        if cluster is not None:
+            cluster.close()
 
     def kube_flags(self) -> dict[str, BackendOption]:
         """The Kubernetes flags given, as backend options (`open_cluster`'s ``flags``); one
@@ -322,6 +332,12 @@ def current_app(ctx: click.Context | None = None) -> App:
         injected = root.obj if isinstance(root.obj, Injected) else None
         app = root.meta[_APP_KEY] = App(_globals(ctx), injected)
     return app
+
+
+def opened_app(ctx: click.Context) -> App | None:
+    """The invocation's `App` if one was made (None: nothing was opened)."""
+    app = ctx.find_root().meta.get(_APP_KEY)
+    return app if isinstance(app, App) else None
 
 
 def pass_app(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -99,6 +99,18 @@ class Cluster:
         except GpuqError:
             return "?"
 
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def read_once(self) -> None:
+        """This handle serves one command: the backend keeps nothing current in the background
+        (`Backend.read_once`; before the first read)."""
+        self.backend.read_once()
+
+    def close(self) -> None:
+        """Stop what the backend runs in the background and wait for it (`Backend.close`): a front
+        end calls it when it is done, before the process ends."""
+        self.backend.close()
+
     # -- reading -------------------------------------------------------------------------------
 
     def refresh(self, *, ledger: bool = True) -> Snapshot:

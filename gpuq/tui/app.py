@@ -165,6 +165,11 @@ class GpuqConsole(ReplayControls, App[None]):
     def pane(self) -> Pane:
         return self.query_one(f"#pane-{self.view_id}", Pane)
 
+    def on_unmount(self) -> None:
+        """Quit: stop and join what the clusters run in the background (`Cluster.close`, issue 32)."""
+        for cluster in self.clusters:
+            cluster.close()
+
     def on_mount(self) -> None:
         self._started = True
         if self._driver is not None:

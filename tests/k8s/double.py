@@ -27,6 +27,9 @@ import json
 import queue
 import select
 import socket
+import ssl
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -109,7 +112,9 @@ class _Watch:
 class ApiDouble:
     """See the module docstring. Use as a context manager; `url` is the server's address."""
 
-    def __init__(self, *, kueue: bool = False, viewer_role: bool = True) -> None:
+    def __init__(self, *, kueue: bool = False, viewer_role: bool = True, tls_dir: Path | None = None) -> None:
+        """`tls_dir`: serve HTTPS with a self-signed certificate made there (`self_signed`), as a
+        real API server does (the process-exit crashes of issue 32 happened inside OpenSSL)."""
         # Requests recorded twice, in two states of the lab: the scenario picks one.
         left_out = {
             "50-apis-discovery-with-kueue.json" if not kueue else "02-apis-discovery.json",
@@ -156,8 +161,18 @@ class ApiDouble:
         self.bodies: list[tuple[str, str, str, bytes]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
+        self.ca: Path | None = None
+        if tls_dir is not None:
+            cert, key = self_signed(tls_dir)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+            # (the handshake is done in the handler's thread, not in accept: a client that never
+            # sends one stalls only its own connection)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True,
+                                                      do_handshake_on_connect=False)  # fmt: skip
+            self.ca = cert
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="k8s-double", daemon=True)
 
     # ------------------------------------------------------------------ control
@@ -178,18 +193,23 @@ class ApiDouble:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.ca else 'http'}://{host}:{port}"
 
     def kubeconfig(self, path: Path, token: str = "admin-token", context: str = "lab") -> Path:
         """A kubeconfig naming this server (JSON is YAML)."""
         doc = {
             "apiVersion": "v1", "kind": "Config", "current-context": context,
-            "clusters": [{"name": "lab", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "lab", "cluster": {"server": self.url, **self._ca_data()}}],
             "users": [{"name": "u", "user": {"token": token}}],
             "contexts": [{"name": context, "context": {"cluster": "lab", "user": "u"}}],
         }  # fmt: skip
         path.write_text(json.dumps(doc))
         return path
+
+    def _ca_data(self) -> dict[str, str]:
+        if self.ca is None:
+            return {}
+        return {"certificate-authority-data": base64.b64encode(self.ca.read_bytes()).decode()}
 
     def reply(self, method: str, path: str, file: str | None = None, *, times: int = 1,
               status: int | None = None, body: bytes | None = None, when: str | None = None,
@@ -350,6 +370,11 @@ class ApiDouble:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def setup(self) -> None:
+                if isinstance(self.request, ssl.SSLSocket):
+                    self.request.do_handshake()
+                super().setup()
+
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
@@ -387,6 +412,8 @@ class ApiDouble:
                 sock = self.connection
                 try:
                     readable, _, _ = select.select([sock], [], [], 0)
+                    if isinstance(sock, ssl.SSLSocket):  # (no peeking under TLS; a watching client sends nothing)
+                        return not readable
                     return not readable or sock.recv(1, socket.MSG_PEEK) != b""
                 except OSError:
                     return False
@@ -401,6 +428,28 @@ class ApiDouble:
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
         return Handler
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # (a client gone mid-handshake or mid-request, a process that ended: nothing to report)
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (its own CA) and its key, made in `folder` by the openssl
+    command (the standard library cannot make one)."""
+    cert, key = folder / "double-cert.pem", folder / "double-key.pem"
+    if not cert.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(  # noqa: S603 - a fixed command line
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+             "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    return cert, key
 
 
 def _not_served() -> Reply:

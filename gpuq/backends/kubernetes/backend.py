@@ -159,6 +159,12 @@ class KubernetesBackend(Backend):
 
         return pods_history(self.state.informers["pods"], since, until, self.clock())
 
+    def read_once(self) -> None:
+        """A one-shot command: one list per resource, no watch (`ClusterState.watch` off)."""
+        self.state.watch = False
+
     def close(self) -> None:
-        """Stop the watch threads (the process may also simply exit: they are daemons)."""
+        """Stop the watch threads and wait for them (`ClusterState.stop`). The process must not
+        end while one is inside a read: finalising the interpreter (OpenSSL's state with it)
+        under a thread in the middle of a TLS read crashed it (issue 32)."""
         self.state.stop()

@@ -15,6 +15,7 @@ verb and resource (exit 4); 404 → `NotFound`; 410 → `Expired` (the caller re
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -309,8 +310,8 @@ class KubeClient:
 
 
 class WatchStream:
-    """The lines of one watch response, as ``(type, raw object)``; `close` from another thread
-    ends the iteration (the informer stopping)."""
+    """The lines of one watch response, as ``(type, raw object)``; `interrupt` from another
+    thread ends the iteration (the informer stopping)."""
 
     def __init__(self, client: KubeClient, path: str, query: Mapping[str, str], response: Any) -> None:
         self.client = client
@@ -319,15 +320,23 @@ class WatchStream:
         self.response = response
         self.closed = False
 
-    def close(self) -> None:
+    def interrupt(self) -> None:
+        """From another thread: wake a read blocked on this stream (it then ends, as if the
+        server had closed it). The socket is shut down, not closed: closing it would free the
+        TLS connection under the reading thread, which is still inside OpenSSL."""
         self.closed = True
         try:
             shutdown = getattr(self.response, "shutdown", None)
             if shutdown is not None:
                 shutdown()
-            self.response.close()
-        except Exception:  # noqa: BLE001, S110 - closing a dead socket may fail; it is closed either way
+        except Exception:  # noqa: BLE001, S110 - a socket already gone needs no waking
             pass
+
+    def close(self) -> None:
+        """From the reading thread (or once it is done): release the connection."""
+        self.closed = True
+        with contextlib.suppress(Exception):  # (closing a dead socket may fail; it is closed either way)
+            self.response.close()
 
     def __iter__(self) -> Iterator[tuple[str, msgspec.Raw]]:
         import urllib3

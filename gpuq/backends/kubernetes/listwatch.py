@@ -245,10 +245,19 @@ class Informer(Generic[T]):
         self._thread.start()
 
     def stop(self) -> None:
+        """Ask the watch to end, waking it if it is blocked in a read (`WatchStream.interrupt`:
+        the socket is shut down, not closed under the reader; the thread closes it itself)."""
         self._stop.set()
         stream = self._stream
         if stream is not None:
-            stream.close()
+            stream.interrupt()
+
+    def join(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for the watch thread to end (after `stop`); whether it has."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(max(timeout_s, 0.0))
+        return not self.running
 
     def _run(self) -> None:
         try:

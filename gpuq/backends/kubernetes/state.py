@@ -20,6 +20,7 @@ is no error: it is off.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -51,7 +52,10 @@ from gpuq.model import Job, JobClass, PreemptionEvent, Queue, Snapshot
 from gpuq.model import Node as ModelNode
 from gpuq.model.placement import mark_conflicts
 
-__all__ = ["OPTIONAL", "ClusterState", "resource_specs"]
+__all__ = ["OPTIONAL", "STOP_WAIT_S", "ClusterState", "resource_specs"]
+
+#: how long `stop` waits for the watch threads, in all
+STOP_WAIT_S = 3.0
 
 #: resources whose absence degrades a feature (the others are needed)
 OPTIONAL = frozenset({"nodes", "priorityclasses", "pdbs", "events", "workloads", "workloadpriorityclasses",
@@ -162,6 +166,9 @@ class ClusterState:
         self.kueue_version: str | None = None
         self.kueue_note = ""
         self.synced = False
+        #: `stop` was called: no watch starts again (a read still running in another thread, the
+        #: console's, may finish its list, but leaves no thread behind)
+        self.closed = False
         # derived model, kept current by `_changed`
         self.jobs: dict[str, Job] = {}
         self.used: dict[str, int] = {}
@@ -182,7 +189,7 @@ class ClusterState:
         for name, informer in list(self.informers.items()):
             if informer.error is not None and not informer.store.denied:
                 self._list(name, informer)
-                informer.start()
+                self._start(informer)
 
     def _sync(self) -> None:
         if self.kueue_version is None and not self.kueue_note:
@@ -193,7 +200,12 @@ class ClusterState:
         if self.watch:
             for informer in self.informers.values():
                 if not informer.store.denied:
-                    informer.start()
+                    self._start(informer)
+
+    def _start(self, informer: Informer[Any]) -> None:
+        with self.lock:  # (against `stop`: once it has run, no thread starts)
+            if not self.closed:
+                informer.start()
 
     def _list(self, name: str, informer: Informer[Any]) -> None:
         try:
@@ -224,9 +236,17 @@ class ClusterState:
         for name, spec in kueue_specs(version, self.namespace).items():
             self.informers[name] = self._make(spec)
 
-    def stop(self) -> None:
-        for informer in self.informers.values():
+    def stop(self, timeout_s: float = STOP_WAIT_S) -> bool:
+        """Stop every watch and wait for their threads, `timeout_s` in all (each is woken from
+        its read at once; one still opening its request waits for the server's answer, or the
+        client's timeout). Whether all have ended."""
+        with self.lock:
+            self.closed = True
+            informers = list(self.informers.values())
+        for informer in informers:
             informer.stop()
+        deadline = time.monotonic() + timeout_s
+        return all([informer.join(deadline - time.monotonic()) for informer in informers])
 
     @property
     def notes(self) -> tuple[str, ...]:
