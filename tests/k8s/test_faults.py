@@ -46,6 +46,24 @@ def test_an_unreachable_server_is_exit_3_naming_it(gpuq: Gpuq, xdg: dict[str, Pa
     assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_refused_connection_is_said_refused_with_its_address(tmp_path: Path) -> None:
+    """urllib3 2.x's NewConnectionError subclasses its ConnectTimeoutError: a refusal is no timeout."""
+    port = _closed_port()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "gone",
+        "clusters": [{"name": "gone", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "u"}}],
+    }))  # fmt: skip
+    backend = KubernetesBackend(kubeconfig=str(kubeconfig), timeout_s=2)
+    with pytest.raises(Unreachable) as caught:
+        backend.snapshot()
+    message = str(caught.value)
+    assert f"connection refused at 127.0.0.1:{port}" in message, message
+    assert "no answer within" not in message
+
+
 def test_no_right_to_list_nodes_shows_occupancy_from_pods(target: Target) -> None:
     assert target.double is not None
     target.double.reply("GET", "/api/v1/nodes", "35-forbidden-403-nodes.json")

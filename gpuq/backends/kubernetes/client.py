@@ -278,12 +278,21 @@ class KubeClient:
         import urllib3
 
         reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason else exc
-        if isinstance(reason, urllib3.exceptions.TimeoutError):
+        # (urllib3 2.x: NewConnectionError, a refusal, subclasses ConnectTimeoutError: it goes first)
+        if isinstance(reason, urllib3.exceptions.NewConnectionError):
+            conn = getattr(reason, "conn", None)
+            address = f"{conn.host}:{conn.port}" if conn is not None else self.server
+            cause = reason.__cause__
+            if isinstance(cause, ConnectionRefusedError):
+                what = f"connection refused at {visible(address)} (nothing listens there)"
+            elif isinstance(reason, urllib3.exceptions.NameResolutionError):
+                what = f"cannot resolve {visible(str(getattr(conn, 'host', address)))} ({_short(cause or reason)})"
+            else:
+                what = f"cannot connect to {visible(address)} ({_short(cause or reason)})"
+        elif isinstance(reason, urllib3.exceptions.TimeoutError):
             what = f"no answer within {self.timeout_s:g} s"
         elif isinstance(reason, urllib3.exceptions.SSLError):
             what = f"TLS failed ({_short(reason)})"
-        elif isinstance(reason, urllib3.exceptions.NewConnectionError):
-            what = f"cannot connect ({_short(reason)})"
         else:
             what = _short(reason)
         return Unreachable(f"Kubernetes API server {self.server} unreachable: {what}")
