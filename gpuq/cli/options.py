@@ -207,6 +207,9 @@ class App:
     """What one invocation works with: the merged options, the config and the cluster handle."""
 
     def __init__(self, options: GlobalOptions, injected: Injected | None = None) -> None:
+        from gpuq.cli.output import show_gpuq_warnings
+
+        show_gpuq_warnings()
         self.options = options
         self.injected = injected or Injected()
         self._config: Config | None = None

@@ -27,6 +27,7 @@ import json
 import queue
 import select
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "k8s"
+TLS = FIXTURES.parent / "tls"
 TOKENS = {"admin-token": "admin", "viewer-token": "viewer"}
 #: the recorded watch ERROR line for a resourceVersion outside the watch window (HTTP 200)
 WATCH_TOO_OLD = (FIXTURES / "42-watch-rv1-too-old.jsonl").read_bytes()
@@ -109,7 +111,7 @@ class _Watch:
 class ApiDouble:
     """See the module docstring. Use as a context manager; `url` is the server's address."""
 
-    def __init__(self, *, kueue: bool = False, viewer_role: bool = True) -> None:
+    def __init__(self, *, kueue: bool = False, viewer_role: bool = True, tls: bool = False) -> None:
         # Requests recorded twice, in two states of the lab: the scenario picks one.
         left_out = {
             "50-apis-discovery-with-kueue.json" if not kueue else "02-apis-discovery.json",
@@ -157,6 +159,12 @@ class ApiDouble:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        #: HTTPS with a self-signed certificate (tests/fixtures/tls), as a lab cluster's
+        self.tls = tls
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(TLS / "selfsigned-cert.pem", TLS / "selfsigned-key.pem")
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="k8s-double", daemon=True)
 
@@ -178,13 +186,17 @@ class ApiDouble:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     def kubeconfig(self, path: Path, token: str = "admin-token", context: str = "lab") -> Path:
-        """A kubeconfig naming this server (JSON is YAML)."""
+        """A kubeconfig naming this server (JSON is YAML); over TLS, one that skips verifying
+        the self-signed certificate (``insecure-skip-tls-verify``)."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls:
+            cluster["insecure-skip-tls-verify"] = True
         doc = {
             "apiVersion": "v1", "kind": "Config", "current-context": context,
-            "clusters": [{"name": "lab", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "lab", "cluster": cluster}],
             "users": [{"name": "u", "user": {"token": token}}],
             "contexts": [{"name": context, "context": {"cluster": "lab", "user": "u"}}],
         }  # fmt: skip

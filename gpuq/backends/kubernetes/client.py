@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from urllib.parse import quote, urlencode
 import msgspec
 
 from gpuq.backends.kubernetes.wire import Status
-from gpuq.errors import BadInput, GpuqError, NotFound, PermissionDenied, Unreachable
+from gpuq.errors import BadInput, GpuqError, GpuqWarning, NotFound, PermissionDenied, Unreachable
 from gpuq.textsafe import visible
 
 __all__ = [
@@ -169,6 +170,18 @@ class KubeClient:
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise BadInput(f"kubeconfig {explicit or default}: {visible(str(exc))}") from None
         self.server = str(configuration.host).rstrip("/")
+        if self.server.startswith("https:") and not configuration.verify_ssl:
+            # urllib3 warns at every request, a block of lines each: said once here instead
+            import urllib3
+
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+            warnings.warn(
+                f"the certificate of Kubernetes API server {visible(self.server)} is not verified "
+                f"(insecure-skip-tls-verify, {visible(self.source)}): anyone between here and it could read "
+                "or change what gpuq reads and does",
+                GpuqWarning,
+                stacklevel=2,
+            )
         api = kclient.ApiClient(configuration)
         return configuration, api.rest_client.pool_manager
 
