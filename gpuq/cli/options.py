@@ -165,7 +165,10 @@ def _global_option_decorators() -> list[Callable[[F], F]]:
             "-A", "--all-namespaces", is_flag=True, default=False, help="Kubernetes: read every namespace.", **common
         ),
         click.option(
-            "-l", "--selector", metavar="SELECTOR", help="Kubernetes: only the pods this label selector matches.",
+            "-l",
+            "--selector",
+            metavar="SELECTOR",
+            help="Kubernetes: only the pods (and Kueue Workloads) this label selector matches.",
             **common,
         ),  # fmt: skip
         click.option(

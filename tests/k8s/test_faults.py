@@ -168,6 +168,42 @@ def test_a_label_selector_reads_only_the_pods_it_matches(target: Target) -> None
     assert target.double.requests("GET", "/api/v1/pods")[0].startswith("/api/v1/pods?labelSelector=kueue.x-k8s.io")
 
 
+@pytest.mark.parametrize("selector", [
+    "kueue.x-k8s.io/queue-name=team-a-queue",  # recording 06
+    "kueue.x-k8s.io/queue-name in (team-b-queue,team-b-batch)",  # recording 07
+])  # fmt: skip
+def test_a_label_selector_chooses_kueue_workloads_by_their_labels_too(tmp_path: Path, selector: str) -> None:
+    """`-l` is kubectl's: a waiting Workload is shown when its own labels match, as a pod is. The
+    recorded Workloads carry only kueue.x-k8s.io/job-uid: the queue-name selectors choose none
+    (their admission is still read: the selected pods of an admitted Workload stay Kueue's)."""
+    with ApiDouble(kueue=True) as double:
+        backend = KubernetesBackend(kubeconfig=str(double.kubeconfig(tmp_path / "kc")), clock=FixedClock(NOW),
+                                    label_selector=selector, watch=False)  # fmt: skip
+        try:
+            snap = backend.snapshot()
+        finally:
+            backend.close()
+    waiting = {"ml-team-a/job-urgent-finetune-b81e0", "ml-team-b/job-sweep-lr-9c7d4"}
+    assert not waiting & {j.id for j in snap.jobs}
+    if "team-a" in selector:
+        llama = [j for j in snap.jobs if "llama" in j.id and j.holds_gpus]
+        assert llama and all(j.admitted_by == "kueue" for j in llama)
+
+
+def test_a_workload_whose_labels_match_is_shown(tmp_path: Path) -> None:
+    with ApiDouble(kueue=True) as double:
+        no_pods = b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}'
+        double.reply("GET", "/api/v1/pods", status=200, body=no_pods)  # (no pod carries the Workload's label)
+        backend = KubernetesBackend(kubeconfig=str(double.kubeconfig(tmp_path / "kc")), clock=FixedClock(NOW),
+                                    label_selector="kueue.x-k8s.io/job-uid=c31931fd-f0e1-4258-b601-a2eaacf10543",
+                                    watch=False)  # fmt: skip
+        try:
+            snap = backend.snapshot()
+        finally:
+            backend.close()
+    assert [j.id for j in snap.jobs] == ["ml-team-a/job-urgent-finetune-b81e0"]
+
+
 def test_a_missing_context_is_a_usage_error(target: Target) -> None:
     backend = KubernetesBackend(kubeconfig=str(target.kubeconfig), context="nope")
     with pytest.raises(BadInput, match="nope"):

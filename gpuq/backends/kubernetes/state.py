@@ -45,6 +45,7 @@ from gpuq.backends.kubernetes.convert import (
     workload_job,
 )
 from gpuq.backends.kubernetes.listwatch import DEFAULT_PAGE, Informer, ResourceSpec, Store
+from gpuq.backends.kubernetes.selector import parse_selector
 from gpuq.errors import NotFound, PermissionDenied
 from gpuq.model import Job, JobClass, PreemptionEvent, Queue, Snapshot
 from gpuq.model import Node as ModelNode
@@ -149,6 +150,9 @@ class ClusterState:
     ) -> None:
         self.client = client
         self.namespace = namespace
+        #: the waiting Workloads shown: those whose labels match `label_selector` (pods are chosen
+        #: by the server; every Workload is listed, so that a selected pod's admission is known)
+        self.workload_selected = parse_selector(label_selector or "")
         self.watch = watch
         self.lock = threading.RLock()
         self._make: Callable[[ResourceSpec[Any]], Informer[Any]] = lambda spec: Informer(
@@ -363,6 +367,8 @@ class ClusterState:
         local = {key: lq.spec.cluster_queue for key, lq in self.store("localqueues").items.items()}
         out = []
         for workload in self.store("workloads").items.values():
+            if not self.workload_selected(workload.metadata.labels):
+                continue
             job = workload_job(workload)
             if job is not None and job.id not in self.jobs:
                 queue = local.get(f"{workload.metadata.namespace}/{workload.spec.queue_name}")
