@@ -16,7 +16,7 @@ from gpuq.cli.options import App, global_options, pass_app, watchable
 from gpuq.cli.render import emit_csv, emit_json, fmt_time, print_table
 from gpuq.timefmt import format_time
 from gpuq.views.columns import GPUS
-from gpuq.views.gpus import GpuGrid, gpu_grid
+from gpuq.views.gpus import UNPLACED_MARK, GpuGrid, gpu_grid
 
 __all__ = ["gpus"]
 
@@ -54,12 +54,19 @@ FREE = "."
 _STYLES = {"GPUS": {FREE: "dim"}, "STATE": {"down": "red", "drain": "red"}}
 
 
+def _cell(job_id: str | None, placed: bool) -> str:
+    if job_id is None:
+        return FREE
+    return job_id if placed else job_id + UNPLACED_MARK
+
+
 def _table(app: App, grid: GpuGrid, total_gpus: int) -> None:
     """One line per node: each GPU, by index from 0, as its job's id or `.` when free (a node's
-    cells go on to the next lines, under the first, where they do not fit)."""
+    cells go on to the next lines, under the first, where they do not fit). A holder whose GPU
+    indexes are unknown takes free GPUs, marked `*`, as in the console (`NodeGrid.held`)."""
     rows = [
         (g.node.name, g.node.gpu_model or "-", g.node.state.value, str(g.free),
-         tuple(FREE if job is None else job for job in g.slots), g.unindexed)  # fmt: skip
+         tuple(_cell(job, placed) for job, placed in g.held), g.unindexed)  # fmt: skip
         for g in grid.nodes
     ]
     title = f"{grid.cluster} at {fmt_time(grid.taken_at)}: {grid.busy}/{total_gpus} GPUs busy"
@@ -80,7 +87,7 @@ def gpus(app: App, nodes: tuple[str, ...], free_only: bool, local: bool) -> None
 
     One line per node; under GPUS each GPU from index 0 shows the job holding it, or '.' when
     free (a node with more GPUs than fit goes on under them). UNPLACED: jobs whose GPU indexes
-    the backend does not know, one entry per GPU.
+    the backend does not know, one entry per GPU; under GPUS they hold free GPUs, marked '*'.
 
     --local: the GPUs of this host instead, read through NVML, with each process on them and the
     Slurm job or pod it runs in.
