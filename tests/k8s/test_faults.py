@@ -77,7 +77,7 @@ def test_no_right_to_list_nodes_shows_occupancy_from_pods(target: Target) -> Non
     assert all(j.conflict is None for j in snap.jobs)
     assert len(snap.jobs) == 12  # the queue itself is whole
     notes = backend.capabilities.notes
-    assert any("no right to list nodes: GPU occupancy from pods only" in n for n in notes), notes
+    assert any("no right to list nodes: GPU totals from pods only" in n for n in notes), notes
     assert backend.state.store("nodes").denied.startswith("Kubernetes API")
     assert not backend.state.informers["nodes"].running  # (no watch of what may not be listed)
 
