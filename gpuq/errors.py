@@ -12,6 +12,7 @@ __all__ = [
     "EXIT_CODES",
     "BadInput",
     "GpuqError",
+    "GpuqWarning",
     "JobChanged",
     "NotFound",
     "PermissionDenied",
@@ -25,6 +26,11 @@ class GpuqError(Exception):
     """Base class: an error gpuq reports to the operator as a message, never a traceback."""
 
     exit_code = 1
+
+
+class GpuqWarning(UserWarning):
+    """Something the operator should know that is no error (a server whose certificate is not
+    verified): raised with `warnings.warn`, shown by a front end as one line of its own."""
 
 
 class NotFound(GpuqError):

@@ -194,7 +194,8 @@ def bump(
     """Change a job's priority, then show what it would now preempt."""
     to_value = _integer(app, "--to", to, signed=False)
     by_value = _integer(app, "--by", by, signed=True)
-    _run(app, lambda: app.cluster.prepare_bump(job_id, to=to_value, by=by_value, urgent=urgent, reason=reason),
+    _run(app, lambda: app.cluster.prepare_bump(job_id, to=to_value, by=by_value, urgent=urgent, reason=reason,
+                                                 dry_run=dry_run),
          yes=yes, dry_run=dry_run)  # fmt: skip
 
 
@@ -223,7 +224,8 @@ def exempt(
             raise click.BadParameter(
                 f"{until!r} is not an RFC 3339 time (e.g. 2026-11-30T08:00:00Z)", param_hint="--until"
             ) from None
-    _run(app, lambda: app.cluster.prepare_exempt(job_id, for_s=for_s, until=until_t, off=off, reason=reason),
+    _run(app, lambda: app.cluster.prepare_exempt(job_id, for_s=for_s, until=until_t, off=off, reason=reason,
+                                                   dry_run=dry_run),
          yes=yes, dry_run=dry_run)  # fmt: skip
 
 
@@ -236,7 +238,8 @@ def exempt(
 def preempt(app: App, job_id: str, mode: str | None, reason: str, dry_run: bool, yes: bool) -> None:
     """Preempt a running job now."""
     chosen = Mode(mode) if mode else None
-    _run(app, lambda: app.cluster.prepare_preempt(job_id, mode=chosen, reason=reason), yes=yes, dry_run=dry_run)
+    _run(app, lambda: app.cluster.prepare_preempt(job_id, mode=chosen, reason=reason, dry_run=dry_run),
+         yes=yes, dry_run=dry_run)  # fmt: skip
 
 
 @click.command("resume")
@@ -246,4 +249,4 @@ def preempt(app: App, job_id: str, mode: str | None, reason: str, dry_run: bool,
 @pass_app
 def resume(app: App, job_id: str, reason: str, dry_run: bool, yes: bool) -> None:
     """Resume a suspended job (one `preempt --mode suspend` paused, holding its GPUs)."""
-    _run(app, lambda: app.cluster.prepare_resume(job_id, reason=reason), yes=yes, dry_run=dry_run)
+    _run(app, lambda: app.cluster.prepare_resume(job_id, reason=reason, dry_run=dry_run), yes=yes, dry_run=dry_run)

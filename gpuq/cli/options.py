@@ -166,7 +166,10 @@ def _global_option_decorators() -> list[Callable[[F], F]]:
             "-A", "--all-namespaces", is_flag=True, default=False, help="Kubernetes: read every namespace.", **common
         ),
         click.option(
-            "-l", "--selector", metavar="SELECTOR", help="Kubernetes: only the pods this label selector matches.",
+            "-l",
+            "--selector",
+            metavar="SELECTOR",
+            help="Kubernetes: only the pods (and Kueue Workloads) this label selector matches.",
             **common,
         ),  # fmt: skip
         click.option(
@@ -208,6 +211,9 @@ class App:
     """What one invocation works with: the merged options, the config and the cluster handle."""
 
     def __init__(self, options: GlobalOptions, injected: Injected | None = None) -> None:
+        from gpuq.cli.output import show_gpuq_warnings
+
+        show_gpuq_warnings()
         self.options = options
         self.injected = injected or Injected()
         self._config: Config | None = None

@@ -7,18 +7,47 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from gpuq.errors import GpuqError
+from gpuq.errors import GpuqError, GpuqWarning
+from gpuq.textsafe import visible
 
-__all__ = ["OutputError", "silence_stdout", "write_bytes", "write_text", "writing", "writing_stdout"]
+__all__ = [
+    "OutputError",
+    "show_gpuq_warnings",
+    "silence_stdout",
+    "write_bytes",
+    "write_text",
+    "writing",
+    "writing_stdout",
+]
 
 
 class OutputError(GpuqError):
     """The command's output could not be written: a full disk, an I/O error."""
 
     exit_code = 1
+
+
+def show_gpuq_warnings() -> None:
+    """Show every `GpuqWarning` (a backend's word to the operator) as one ``gpuq: warning:`` line
+    on stderr; other warnings as Python shows them. Installed once per process."""
+    shown = warnings.showwarning
+    if getattr(shown, "gpuq", False):
+        return
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: object = None, line: str | None = None) -> None:  # fmt: skip
+        if issubclass(category, GpuqWarning):
+            sys.stderr.write(f"gpuq: warning: {visible(str(message))}\n")
+            sys.stderr.flush()
+        else:
+            shown(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
+
+    show.gpuq = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 def silence_stdout() -> None:

@@ -23,6 +23,7 @@ from gpuq.views.columns import TableSpec
 
 if TYPE_CHECKING:
     from gpuq.cli.options import App
+    from gpuq.model import Snapshot
 
 __all__ = [
     "emit_csv",
@@ -32,6 +33,7 @@ __all__ = [
     "fmt_time",
     "print_table",
     "say",
+    "say_unread",
     "warn",
     "write_bytes",
 ]
@@ -88,6 +90,15 @@ def say(app: App, *parts: str | tuple[str, str | None]) -> None:
     """One message line (wrapped at spaces to the terminal): `parts` are text, outside data
     included (shown visibly, never read as markup), or (text, style) for gpuq's own words."""
     write_lines(render_lines(parts, width=terminal_width(), colour=colour_enabled(app.color)))
+
+
+def say_unread(app: App, snapshot: Snapshot) -> None:
+    """Under a table: a ``note:`` line per kind of data the snapshot lacks (`Snapshot.unread`),
+    so numbers built without it are not read as whole."""
+    from gpuq.views.unread import unread_notes
+
+    for note in unread_notes(snapshot):
+        say(app, ("note: ", "bold"), note)
 
 
 def fmt_time(moment: datetime | float | None) -> str:

@@ -47,6 +47,7 @@ __all__ = [
     "QueueQuota",
     "Snapshot",
     "Timestamp",
+    "Unread",
     "from_epoch",
     "job_id_key",
     "time_in_range",
@@ -367,6 +368,19 @@ class PreemptionEvent(msgspec.Struct, frozen=True, gc=False):
     reason: str = ""
 
 
+class Unread(msgspec.Struct, frozen=True, gc=False):
+    """A kind of cluster data the snapshot was built without (snapshot field `unread`): the
+    backend could not read it (Kubernetes: the credentials may not list it), so the views built
+    on the snapshot lack it and say so."""
+
+    #: what was not read, in the backend's own terms ("nodes", "workloads.kueue.x-k8s.io")
+    resource: str
+    #: why, in a word or two ("forbidden")
+    reason: str
+    #: what the snapshot shows instead ("GPU totals from pods only")
+    effect: str
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """The state of one cluster at one instant."""
@@ -380,6 +394,8 @@ class Snapshot:
     preemption_events: tuple[PreemptionEvent, ...] = ()
     #: the queue manager's queues and their preemption rules (Kueue's ClusterQueues)
     queues: tuple[Queue, ...] = ()
+    #: what the backend could not read for this snapshot (a view built on it says so)
+    unread: tuple[Unread, ...] = ()
     # Derived indexes (`derived`), built on first use. The snapshot never changes, so they never
     # go stale.
     _derived: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)

@@ -40,6 +40,7 @@ from gpuq.model import (
     Queue,
     Snapshot,
     Timestamp,
+    Unread,
 )
 from gpuq.model.placement import first_unmarked, placement_conflicts
 
@@ -68,6 +69,8 @@ class SnapshotDocument(msgspec.Struct, frozen=True, gc=False):
     preemption_events: tuple[PreemptionEvent, ...] = ()
     #: written only where the backend has queues (older files have none)
     queues: tuple[Queue, ...] | msgspec.UnsetType = msgspec.UNSET
+    #: written only where the backend could not read something (older files have none)
+    unread: tuple[Unread, ...] | msgspec.UnsetType = msgspec.UNSET
 
 
 _DECODER = msgspec.json.Decoder(SnapshotDocument)
@@ -78,7 +81,7 @@ def encode_snapshot(snapshot: Snapshot) -> bytes:
     """The snapshot as one line of v1 JSON (with its newline)."""
     doc = SnapshotDocument("gpuq.snapshot/v1", snapshot.cluster, snapshot.backend, snapshot.taken_at, snapshot.classes,
                            snapshot.nodes, snapshot.jobs, snapshot.preemption_events,
-                           snapshot.queues or msgspec.UNSET)  # fmt: skip
+                           snapshot.queues or msgspec.UNSET, snapshot.unread or msgspec.UNSET)  # fmt: skip
     return _ENCODER.encode(doc) + b"\n"
 
 
@@ -109,7 +112,7 @@ def decode_snapshot(data: bytes | str, source: str = "<input>") -> Snapshot:
     except RecursionError:
         raise BadInput(f"{source}: {_too_deep(data)}") from None
     snapshot = Snapshot(doc.cluster, doc.backend, doc.taken_at, doc.classes, doc.nodes, doc.jobs,
-                        doc.preemption_events, doc.queues or ())  # fmt: skip
+                        doc.preemption_events, doc.queues or (), doc.unread or ())  # fmt: skip
     if not _sound(doc):  # (one quick pass; the exact checks below name what is wrong)
         _refuse(doc, snapshot, source)
     return snapshot

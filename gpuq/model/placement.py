@@ -191,4 +191,4 @@ def mark_conflicts(snapshot: Snapshot) -> Snapshot:
                 found.append(conflict.problem)
     jobs = tuple(replace(j, conflict="; ".join(notes[id(j)])) if id(j) in notes else j for j in snapshot.jobs)
     return Snapshot(snapshot.cluster, snapshot.backend, snapshot.taken_at, snapshot.classes, snapshot.nodes,
-                    jobs, snapshot.preemption_events, snapshot.queues)  # fmt: skip
+                    jobs, snapshot.preemption_events, snapshot.queues, snapshot.unread)  # fmt: skip

@@ -256,11 +256,14 @@ class Cluster:
         return lo, min(hi, self.policy.urgent_priority)
 
     def prepare_bump(
-        self, job_id: str, *, to: int | None = None, by: int | None = None, urgent: bool = False, reason: str = ""
-    ) -> PendingAction:
-        """Set a job's priority (`to`), move it (`by`) or make it urgent: exactly one of the three."""
+        self, job_id: str, *, to: int | None = None, by: int | None = None, urgent: bool = False, reason: str = "",
+        dry_run: bool = False,
+    ) -> PendingAction:  # fmt: skip
+        """Set a job's priority (`to`), move it (`by`) or make it urgent: exactly one of the three.
+        `dry_run` (in every ``prepare_*``): the caller will only dry-run it, so a refusal is
+        audited as a dry run's."""
         args = {k: v for k, v in {"to": to, "by": by, "urgent": urgent}.items() if v}
-        with self._refusals("bump", job_id, args, reason):
+        with self._refusals("bump", job_id, args, reason, dry_run):
             if sum((to is not None, by is not None, urgent)) != 1:
                 raise BadInput("give exactly one of --to, --by, --urgent")
             snapshot, job = self._target("bump", job_id)
@@ -285,12 +288,12 @@ class Cluster:
 
     def prepare_exempt(
         self, job_id: str, *, for_s: float | None = None, until: float | None = None, off: bool = False,
-        reason: str = "",
+        reason: str = "", dry_run: bool = False,
     ) -> PendingAction:  # fmt: skip
         """Protect a job from preemption for a while (`for_s`), until a time, or lift the protection."""
         args: dict[str, Any] = {"for_s": for_s, "until": None if until is None else format_time(until), "off": off}
         args = {k: v for k, v in args.items() if v}
-        with self._refusals("exempt", job_id, args, reason):
+        with self._refusals("exempt", job_id, args, reason, dry_run):
             if sum((for_s is not None, until is not None, off)) != 1:
                 raise BadInput("give exactly one of --for, --until, --off")
             snapshot, job = self._target("exempt", job_id)
@@ -319,11 +322,13 @@ class Cluster:
             plan = self.backend.prepare_exempt(job.id, end, reason=reason)
             return self._pending("exempt", job.id, args, reason, plan, None)
 
-    def prepare_preempt(self, job_id: str, *, mode: Mode | None = None, reason: str = "") -> PendingAction:
+    def prepare_preempt(
+        self, job_id: str, *, mode: Mode | None = None, reason: str = "", dry_run: bool = False
+    ) -> PendingAction:
         """Preempt a running job now (mode defaults to the policy's)."""
         chosen = mode or self.policy.mode
         args = {"mode": chosen.value}
-        with self._refusals("preempt", job_id, args, reason):
+        with self._refusals("preempt", job_id, args, reason, dry_run):
             snapshot, job = self._target("preempt", job_id)
             if job.state is not JobState.RUNNING:
                 raise Refused(f"job {job.id} is {job.state.value}, not running: nothing to preempt")
@@ -336,9 +341,9 @@ class Cluster:
             plan = self.backend.prepare_preempt(job.id, chosen, reason=reason)
             return self._pending("preempt", job.id, args, reason, plan, None)
 
-    def prepare_resume(self, job_id: str, *, reason: str = "") -> PendingAction:
+    def prepare_resume(self, job_id: str, *, reason: str = "", dry_run: bool = False) -> PendingAction:
         """Resume a suspended job: one that `preempt --mode suspend` paused, holding its GPUs."""
-        with self._refusals("resume", job_id, {}, reason):
+        with self._refusals("resume", job_id, {}, reason, dry_run):
             _, job = self._target("resume", job_id)
             if job.state is not JobState.SUSPENDED:
                 raise Refused(f"job {job.id} is {job.state.value}, not suspended: nothing to resume")
@@ -367,23 +372,28 @@ class Cluster:
                              reason=safe_text(reason), plan=plan, preview=preview, audit=self.audit,
                              apply=self.backend.apply, lock=self._action_lock, noop=noop)  # fmt: skip
 
-    def _refusals(self, action: str, target: str, args: Mapping[str, Any], reason: str) -> _Refusals:
-        return _Refusals(self, action, target, args, reason)
+    def _refusals(self, action: str, target: str, args: Mapping[str, Any], reason: str, dry_run: bool) -> _Refusals:
+        return _Refusals(self, action, target, args, reason, dry_run)
 
-    def record_failure(self, action: str, target: str, args: Mapping[str, Any], reason: str, exc: GpuqError) -> None:
+    def record_failure(
+        self, action: str, target: str, args: Mapping[str, Any], reason: str, exc: GpuqError, *, dry_run: bool = False
+    ) -> None:
         """Audit an action that failed before anything was prepared (validation, policy, a
-        missing job, the backend's refusal); nothing was done."""
+        missing job, the backend's refusal); nothing was done. A dry run's is recorded as one."""
         self.audit.append(make_record(
             backend=self.backend_name, cluster=self.name, action=action, target=safe_text(target), result="error",
-            reason=safe_text(reason), args=args, error=safe_text(str(exc)), exit_code=exc.exit_code,
+            reason=safe_text(reason), dry_run=dry_run, args=args, error=safe_text(str(exc)), exit_code=exc.exit_code,
         ))  # fmt: skip
 
 
 class _Refusals:
     """Audits a preparation that fails with a gpuq error, then lets the error through."""
 
-    def __init__(self, cluster: Cluster, action: str, target: str, args: Mapping[str, Any], reason: str) -> None:
+    def __init__(
+        self, cluster: Cluster, action: str, target: str, args: Mapping[str, Any], reason: str, dry_run: bool
+    ) -> None:
         self.cluster, self.action, self.target, self.args, self.reason = cluster, action, target, args, reason
+        self.dry_run = dry_run
 
     def __enter__(self) -> None:
         self.cluster.audit.open().close()  # an unwritable log stops an action before anything else
@@ -391,6 +401,6 @@ class _Refusals:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         if isinstance(exc, GpuqError):
             try:
-                self.cluster.record_failure(self.action, self.target, self.args, self.reason, exc)
+                self.cluster.record_failure(self.action, self.target, self.args, self.reason, exc, dry_run=self.dry_run)
             except AuditError as audit_exc:  # (disk full): the operator still learns why it failed
                 raise AuditError(f"{exc} (and {audit_exc})") from exc

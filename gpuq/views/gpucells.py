@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from gpuq.model import Job
 from gpuq.textsafe import cell_width, visible
 from gpuq.views import pacing
-from gpuq.views.gpus import GpuGrid, NodeGrid
+from gpuq.views.gpus import UNPLACED_MARK, GpuGrid, NodeGrid
 from gpuq.views.pacing import Pause, no_pause, paced
 
 __all__ = [
@@ -42,8 +42,6 @@ TENANT_TONES = 8
 #: a free GPU, and a GPU of a node that takes no work (down, draining)
 FREE_CELL = "·"
 DOWN_CELL = "×"
-#: after a holder whose GPU index the backend does not know (Kubernetes): where it sits is a guess
-UNPLACED_MARK = "*"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -114,17 +112,7 @@ def node_row(grid: NodeGrid, holders: dict[str, Job], cluster: str,
     node = grid.node
     takes_work = node.state.takes_work
     free = GpuCell(FREE_CELL if takes_work else DOWN_CELL, None, "idle" if takes_work else "down")
-    unplaced = list(grid.unindexed)
-    cells: list[GpuCell] = []
-    for job_id in grid.slots:
-        if job_id is not None:
-            cells.append(holder(job_id, True))
-        elif unplaced:
-            cells.append(holder(unplaced.pop(0), False))
-        else:
-            cells.append(free)
-    # more unplaced holders than free GPUs (a backend's inconsistency): shown, never dropped
-    cells.extend(holder(j, False) for j in unplaced)
+    cells = [free if job_id is None else holder(job_id, placed) for job_id, placed in grid.held]
     return NodeRow(cluster, node.name, node.gpu_model or "-", node.state.value, grid.busy, node.gpus,
                    tuple(cells), takes_work)  # fmt: skip
 

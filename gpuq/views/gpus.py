@@ -12,7 +12,10 @@ import msgspec
 from gpuq.errors import BadInput
 from gpuq.model import Job, Node, Snapshot, job_id_key
 
-__all__ = ["GpuGrid", "NodeGrid", "gpu_grid"]
+__all__ = ["UNPLACED_MARK", "GpuGrid", "NodeGrid", "gpu_grid"]
+
+#: after a holder whose GPU index the backend does not know (Kubernetes): where it sits is a guess
+UNPLACED_MARK = "*"
 
 
 class NodeGrid(msgspec.Struct, frozen=True):
@@ -29,6 +32,23 @@ class NodeGrid(msgspec.Struct, frozen=True):
     @property
     def busy(self) -> int:
         return self.node.gpus - self.free
+
+    @property
+    def held(self) -> tuple[tuple[str | None, bool], ...]:
+        """Per GPU from index 0, its holder's id (None: free) and whether that index is known:
+        the holders whose indexes are unknown take the free GPUs from the first one on, so a
+        full node shows full; more of them than free GPUs (a backend's inconsistency) are
+        shown after, never dropped. The console's grid and `gpuq gpus` both show this."""
+        unplaced = iter(self.unindexed)
+        out: list[tuple[str | None, bool]] = []
+        for job_id in self.slots:
+            if job_id is not None:
+                out.append((job_id, True))
+            else:
+                guess = next(unplaced, None)
+                out.append((guess, False) if guess is not None else (None, True))
+        out.extend((job_id, False) for job_id in unplaced)
+        return tuple(out)
 
 
 class GpuGrid(msgspec.Struct, frozen=True):

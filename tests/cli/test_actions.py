@@ -79,6 +79,21 @@ class TestBump:
         assert record["result"] == "dry_run"
         assert record["dry_run"] is True
 
+    @pytest.mark.parametrize("args", [
+        ("bump", "301", "--to", "5"),  # a finished job: refused by the service
+        ("bump", "201", "--to", "5", "--urgent"),  # bad input
+        ("preempt", "nope"),  # no such job
+    ])  # fmt: skip
+    def test_a_refused_dry_run_is_audited_as_a_dry_run(
+        self, gpuq: Run, fake: Any, xdg: dict[str, Path], args: tuple[str, ...]
+    ) -> None:
+        result = gpuq("--backend", "fake", *args, "--dry-run")
+        assert result.exit_code != 0
+        (record,) = _audit(xdg)
+        assert record["result"] == "error" and record["dry_run"] is True
+        assert gpuq("--backend", "fake", *args, "--yes").exit_code == result.exit_code
+        assert _audit(xdg)[-1]["dry_run"] is False
+
     def test_non_tty_without_yes_refuses(self, gpuq: Run, fake: Any, xdg: dict[str, Path]) -> None:
         result = gpuq("--backend", "fake", "bump", "201", "--to", "900")
         assert result.exit_code == 1

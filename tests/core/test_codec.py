@@ -152,3 +152,16 @@ def test_owner_round_trips_and_is_written_only_when_set() -> None:
     assert decode_snapshot(encode_snapshot(snap)) == snap
     assert job_document(snap.jobs[0])["owner"] == "JobSet/ml-team-a/train"
     assert "owner" not in job_document(load(doc()).jobs[0])
+
+
+def test_what_could_not_be_read_round_trips_and_old_files_have_none() -> None:
+    assert load(doc()).unread == ()  # (a file from before the field)
+    d = doc()
+    d["unread"] = [{"resource": "nodes", "reason": "forbidden", "effect": "GPU totals from pods only"}]
+    snap = load(d)
+    assert [(u.resource, u.reason, u.effect) for u in snap.unread] == [
+        ("nodes", "forbidden", "GPU totals from pods only")]  # fmt: skip
+    assert decode_snapshot(encode_snapshot(snap)) == snap
+    d["unread"] = [{"resource": "nodes"}]
+    with pytest.raises(BadInput, match="unread"):
+        load(d)

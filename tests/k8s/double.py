@@ -39,6 +39,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "k8s"
+TLS = FIXTURES.parent / "tls"
 TOKENS = {"admin-token": "admin", "viewer-token": "viewer"}
 #: the recorded watch ERROR line for a resourceVersion outside the watch window (HTTP 200)
 WATCH_TOO_OLD = (FIXTURES / "42-watch-rv1-too-old.jsonl").read_bytes()
@@ -112,9 +113,12 @@ class _Watch:
 class ApiDouble:
     """See the module docstring. Use as a context manager; `url` is the server's address."""
 
-    def __init__(self, *, kueue: bool = False, viewer_role: bool = True, tls_dir: Path | None = None) -> None:
-        """`tls_dir`: serve HTTPS with a self-signed certificate made there (`self_signed`), as a
-        real API server does (the process-exit crashes of issue 32 happened inside OpenSSL)."""
+    def __init__(self, *, kueue: bool = False, viewer_role: bool = True, tls: bool = False,
+                 tls_dir: Path | None = None) -> None:  # fmt: skip
+        """`tls`: serve HTTPS with the committed self-signed certificate (tests/fixtures/tls), as
+        a lab cluster does, reached with ``insecure-skip-tls-verify``. `tls_dir`: serve HTTPS with
+        a certificate made there (`self_signed`) whose CA the kubeconfig carries, as a real API
+        server does (the process-exit crashes of issue 32 happened inside OpenSSL)."""
         # Requests recorded twice, in two states of the lab: the scenario picks one.
         left_out = {
             "50-apis-discovery-with-kueue.json" if not kueue else "02-apis-discovery.json",
@@ -162,6 +166,13 @@ class ApiDouble:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server = _Server(("127.0.0.1", 0), self._handler())
+        #: HTTPS with a self-signed certificate (tests/fixtures/tls), as a lab cluster's
+        self.tls = tls
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(TLS / "selfsigned-cert.pem", TLS / "selfsigned-key.pem")
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True,
+                                                      do_handshake_on_connect=False)  # fmt: skip
         self._server.daemon_threads = True
         self.ca: Path | None = None
         if tls_dir is not None:
@@ -193,13 +204,17 @@ class ApiDouble:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"{'https' if self.ca else 'http'}://{host}:{port}"
+        return f"{'https' if self.ca or self.tls else 'http'}://{host}:{port}"
 
     def kubeconfig(self, path: Path, token: str = "admin-token", context: str = "lab") -> Path:
-        """A kubeconfig naming this server (JSON is YAML)."""
+        """A kubeconfig naming this server (JSON is YAML); over TLS, one that skips verifying
+        the self-signed certificate (``insecure-skip-tls-verify``)."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls:
+            cluster["insecure-skip-tls-verify"] = True
         doc = {
             "apiVersion": "v1", "kind": "Config", "current-context": context,
-            "clusters": [{"name": "lab", "cluster": {"server": self.url, **self._ca_data()}}],
+            "clusters": [{"name": "lab", "cluster": {**cluster, **self._ca_data()}}],
             "users": [{"name": "u", "user": {"token": token}}],
             "contexts": [{"name": context, "context": {"cluster": "lab", "user": "u"}}],
         }  # fmt: skip

@@ -112,3 +112,23 @@ def test_queue_group_puts_a_jobs_pods_under_it(target: Target, gpuq: Gpuq, xdg: 
                                   if j.owner == "Job/ml-team-b/sweep-lr" and j.state.value in
                                   ("pending", "running", "suspended", "completing"))  # fmt: skip
     assert len(pods) >= 2 and f"{len(pods)} pods" in lines[head]
+
+
+def test_gpus_table_shows_held_gpus_on_a_full_node(cluster: Target, gpuq: Gpuq, xdg: dict[str, Path]) -> None:
+    """Pods' GPU indexes are unknown through the API: the grid shows their GPUs held (marked
+    `*`), as the console does, not `.` (free) on a node that is full."""
+    cluster.config(xdg["config"])
+    result = gpuq("--backend", "kubernetes", "gpus")
+    assert result.exit_code == 0, result.output
+    blocks: dict[str, list[str]] = {}  # a node's row and the lines its cells go on to
+    last = ""
+    for line in result.stdout.splitlines()[2:]:
+        if line.startswith(" "):
+            blocks[last] += line.split()
+        elif line.strip() and not line.endswith("wider terminal"):
+            last = line.split()[0]
+            blocks[last] = line.split()[1:]
+    one = blocks[cluster.node("gpu-node-1")]
+    assert one.count(cluster.id("ml-team-a/train-llama-70b-7x2kq") + "*") == 8 and "." not in one
+    two = blocks[cluster.node("gpu-node-2")]
+    assert two.count(cluster.id("ml-team-b/sweep-lr-h5jrc") + "*") == 4 and two.count(".") == 4

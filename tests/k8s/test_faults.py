@@ -46,6 +46,24 @@ def test_an_unreachable_server_is_exit_3_naming_it(gpuq: Gpuq, xdg: dict[str, Pa
     assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_refused_connection_is_said_refused_with_its_address(tmp_path: Path) -> None:
+    """urllib3 2.x's NewConnectionError subclasses its ConnectTimeoutError: a refusal is no timeout."""
+    port = _closed_port()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "gone",
+        "clusters": [{"name": "gone", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "u"}}],
+    }))  # fmt: skip
+    backend = KubernetesBackend(kubeconfig=str(kubeconfig), timeout_s=2)
+    with pytest.raises(Unreachable) as caught:
+        backend.snapshot()
+    message = str(caught.value)
+    assert f"connection refused at 127.0.0.1:{port}" in message, message
+    assert "no answer within" not in message
+
+
 def test_no_right_to_list_nodes_shows_occupancy_from_pods(target: Target) -> None:
     assert target.double is not None
     target.double.reply("GET", "/api/v1/nodes", "35-forbidden-403-nodes.json")
@@ -59,7 +77,7 @@ def test_no_right_to_list_nodes_shows_occupancy_from_pods(target: Target) -> Non
     assert all(j.conflict is None for j in snap.jobs)
     assert len(snap.jobs) == 12  # the queue itself is whole
     notes = backend.capabilities.notes
-    assert any("no right to list nodes: GPU occupancy from pods only" in n for n in notes), notes
+    assert any("no right to list nodes: GPU totals from pods only" in n for n in notes), notes
     assert backend.state.store("nodes").denied.startswith("Kubernetes API")
     assert not backend.state.informers["nodes"].running  # (no watch of what may not be listed)
 
@@ -148,6 +166,42 @@ def test_a_label_selector_reads_only_the_pods_it_matches(target: Target) -> None
     assert len(snap.jobs) == 4
     assert target.double is not None
     assert target.double.requests("GET", "/api/v1/pods")[0].startswith("/api/v1/pods?labelSelector=kueue.x-k8s.io")
+
+
+@pytest.mark.parametrize("selector", [
+    "kueue.x-k8s.io/queue-name=team-a-queue",  # recording 06
+    "kueue.x-k8s.io/queue-name in (team-b-queue,team-b-batch)",  # recording 07
+])  # fmt: skip
+def test_a_label_selector_chooses_kueue_workloads_by_their_labels_too(tmp_path: Path, selector: str) -> None:
+    """`-l` is kubectl's: a waiting Workload is shown when its own labels match, as a pod is. The
+    recorded Workloads carry only kueue.x-k8s.io/job-uid: the queue-name selectors choose none
+    (their admission is still read: the selected pods of an admitted Workload stay Kueue's)."""
+    with ApiDouble(kueue=True) as double:
+        backend = KubernetesBackend(kubeconfig=str(double.kubeconfig(tmp_path / "kc")), clock=FixedClock(NOW),
+                                    label_selector=selector, watch=False)  # fmt: skip
+        try:
+            snap = backend.snapshot()
+        finally:
+            backend.close()
+    waiting = {"ml-team-a/job-urgent-finetune-b81e0", "ml-team-b/job-sweep-lr-9c7d4"}
+    assert not waiting & {j.id for j in snap.jobs}
+    if "team-a" in selector:
+        llama = [j for j in snap.jobs if "llama" in j.id and j.holds_gpus]
+        assert llama and all(j.admitted_by == "kueue" for j in llama)
+
+
+def test_a_workload_whose_labels_match_is_shown(tmp_path: Path) -> None:
+    with ApiDouble(kueue=True) as double:
+        no_pods = b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}'
+        double.reply("GET", "/api/v1/pods", status=200, body=no_pods)  # (no pod carries the Workload's label)
+        backend = KubernetesBackend(kubeconfig=str(double.kubeconfig(tmp_path / "kc")), clock=FixedClock(NOW),
+                                    label_selector="kueue.x-k8s.io/job-uid=c31931fd-f0e1-4258-b601-a2eaacf10543",
+                                    watch=False)  # fmt: skip
+        try:
+            snap = backend.snapshot()
+        finally:
+            backend.close()
+    assert [j.id for j in snap.jobs] == ["ml-team-a/job-urgent-finetune-b81e0"]
 
 
 def test_a_missing_context_is_a_usage_error(target: Target) -> None:

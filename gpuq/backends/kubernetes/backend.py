@@ -51,7 +51,8 @@ class KubernetesBackend(Backend):
                                  "else ~/.kube/config)"),
         "in_cluster": OptionSpec(bool, "use the pod's service account instead of a kubeconfig"),
         "namespace": OptionSpec(str, "read one namespace only (default: all namespaces)"),
-        "label_selector": OptionSpec(str, "read only the pods this label selector matches (kubectl -l)"),
+        "label_selector": OptionSpec(str, "read only the pods, and Kueue Workloads, this label selector "
+                                     "matches (kubectl -l)"),
         "timeout_s": OptionSpec(float, "seconds to connect or wait for an answer before the API server counts "
                                 "as unreachable", minimum=0.0, exclusive=True, maximum=_HOUR),
         "watch": OptionSpec(bool, "keep the state current between snapshots with watch streams (off: list "

@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from urllib.parse import quote, urlencode
 import msgspec
 
 from gpuq.backends.kubernetes.wire import Status
-from gpuq.errors import BadInput, GpuqError, NotFound, PermissionDenied, Unreachable
+from gpuq.errors import BadInput, GpuqError, GpuqWarning, NotFound, PermissionDenied, Unreachable
 from gpuq.textsafe import visible
 
 __all__ = [
@@ -170,6 +171,18 @@ class KubeClient:
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise BadInput(f"kubeconfig {explicit or default}: {visible(str(exc))}") from None
         self.server = str(configuration.host).rstrip("/")
+        if self.server.startswith("https:") and not configuration.verify_ssl:
+            # urllib3 warns at every request, a block of lines each: said once here instead
+            import urllib3
+
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+            warnings.warn(
+                f"the certificate of Kubernetes API server {visible(self.server)} is not verified "
+                f"(insecure-skip-tls-verify, {visible(self.source)}): anyone between here and it could read "
+                "or change what gpuq reads and does",
+                GpuqWarning,
+                stacklevel=2,
+            )
         api = kclient.ApiClient(configuration)
         return configuration, api.rest_client.pool_manager
 
@@ -279,12 +292,21 @@ class KubeClient:
         import urllib3
 
         reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason else exc
-        if isinstance(reason, urllib3.exceptions.TimeoutError):
+        # (urllib3 2.x: NewConnectionError, a refusal, subclasses ConnectTimeoutError: it goes first)
+        if isinstance(reason, urllib3.exceptions.NewConnectionError):
+            conn = getattr(reason, "conn", None)
+            address = f"{conn.host}:{conn.port}" if conn is not None else self.server
+            cause = reason.__cause__
+            if isinstance(cause, ConnectionRefusedError):
+                what = f"connection refused at {visible(address)} (nothing listens there)"
+            elif isinstance(reason, urllib3.exceptions.NameResolutionError):
+                what = f"cannot resolve {visible(str(getattr(conn, 'host', address)))} ({_short(cause or reason)})"
+            else:
+                what = f"cannot connect to {visible(address)} ({_short(cause or reason)})"
+        elif isinstance(reason, urllib3.exceptions.TimeoutError):
             what = f"no answer within {self.timeout_s:g} s"
         elif isinstance(reason, urllib3.exceptions.SSLError):
             what = f"TLS failed ({_short(reason)})"
-        elif isinstance(reason, urllib3.exceptions.NewConnectionError):
-            what = f"cannot connect ({_short(reason)})"
         else:
             what = _short(reason)
         return Unreachable(f"Kubernetes API server {self.server} unreachable: {what}")

@@ -47,8 +47,9 @@ from gpuq.backends.kubernetes.convert import (
     workload_job,
 )
 from gpuq.backends.kubernetes.listwatch import DEFAULT_PAGE, Informer, ResourceSpec, Store
+from gpuq.backends.kubernetes.selector import parse_selector
 from gpuq.errors import NotFound, PermissionDenied
-from gpuq.model import Job, JobClass, PreemptionEvent, Queue, Snapshot
+from gpuq.model import Job, JobClass, PreemptionEvent, Queue, Snapshot, Unread
 from gpuq.model import Node as ModelNode
 from gpuq.model.placement import mark_conflicts
 
@@ -62,7 +63,8 @@ OPTIONAL = frozenset({"nodes", "priorityclasses", "pdbs", "events", "workloads",
                       "clusterqueues", "localqueues"})  # fmt: skip
 
 _DEGRADED = {
-    "nodes": "no right to list nodes: GPU occupancy from pods only (node sizes, GPU models and states unknown)",
+    "nodes": "no right to list nodes: GPU totals from pods only (node sizes, GPU models and states unknown: a job "
+             "that needs more GPUs than the pods hold reads as never fitting)",
     "priorityclasses": "no right to list PriorityClasses: classes from the pods' own priorities",
     "pdbs": "no right to list PodDisruptionBudgets: none are shown",
     "events": "no right to list Events: preemptions from pod conditions only",
@@ -72,6 +74,16 @@ _DEGRADED = {
                      "workload's plan keeps only to the workloads Kueue admitted)",
     "localqueues": "no right to list Kueue LocalQueues: a waiting workload's ClusterQueue is unknown (its plan keeps "
                    "only to the workloads Kueue admitted)",
+}
+
+
+#: the resources by their API names (`Snapshot.unread`), where gpuq's short name differs
+_RESOURCE = {
+    "pdbs": "poddisruptionbudgets",
+    "workloads": "workloads.kueue.x-k8s.io",
+    "workloadpriorityclasses": "workloadpriorityclasses.kueue.x-k8s.io",
+    "clusterqueues": "clusterqueues.kueue.x-k8s.io",
+    "localqueues": "localqueues.kueue.x-k8s.io",
 }
 
 
@@ -154,6 +166,9 @@ class ClusterState:
     ) -> None:
         self.client = client
         self.namespace = namespace
+        #: the waiting Workloads shown: those whose labels match `label_selector` (pods are chosen
+        #: by the server; every Workload is listed, so that a selected pod's admission is known)
+        self.workload_selected = parse_selector(label_selector or "")
         self.watch = watch
         self.lock = threading.RLock()
         self._make: Callable[[ResourceSpec[Any]], Informer[Any]] = lambda spec: Informer(
@@ -257,6 +272,15 @@ class ClusterState:
             found.extend(self._queues()[1])
         return tuple(found)
 
+    def _unread(self) -> tuple[Unread, ...]:
+        """The resources the credentials may not list, for the snapshot (`Snapshot.unread`):
+        what each one's absence leaves the views with."""
+        return tuple(
+            Unread(_RESOURCE.get(name, name), "forbidden", _DEGRADED[name].split(": ", 1)[1])
+            for name, inf in self.informers.items()
+            if inf.store.denied and not inf.store.denied.startswith("not served")
+        )
+
     def store(self, name: str) -> Store[Any]:
         return self.informers[name].store
 
@@ -341,7 +365,8 @@ class ClusterState:
             nodes = self._model_nodes()
             events = self._preemption_events()
             queues = self._queues()[0]
-        snapshot = Snapshot(cluster, "kubernetes", taken_at, classes, nodes, tuple(jobs), events, queues)
+            unread = self._unread()
+        snapshot = Snapshot(cluster, "kubernetes", taken_at, classes, nodes, tuple(jobs), events, queues, unread)
         return mark_conflicts(snapshot)
 
     def _classes(self) -> tuple[JobClass, ...]:
@@ -387,6 +412,8 @@ class ClusterState:
         local = {key: lq.spec.cluster_queue for key, lq in self.store("localqueues").items.items()}
         out = []
         for workload in self.store("workloads").items.values():
+            if not self.workload_selected(workload.metadata.labels):
+                continue
             job = workload_job(workload)
             if job is not None and job.id not in self.jobs:
                 queue = local.get(f"{workload.metadata.namespace}/{workload.spec.queue_name}")
