@@ -18,6 +18,7 @@ from typing import Final
 import msgspec
 
 from gpuq.jsonsafe import decoded
+from gpuq.model import MAX_ID_LENGTH
 from gpuq.textsafe import visible
 from gpuq.timefmt import LONGEST_S, parse_duration
 from gpuq.trace.record import TraceError, TraceJob
@@ -118,6 +119,8 @@ def checked(
 def _problem(job: TraceJob) -> tuple[str, str] | None:
     if not job.id:
         return "id", "empty job id"
+    if len(job.id) > MAX_ID_LENGTH:  # (as a snapshot caps them: every view shows ids whole)
+        return "id", f"{len(job.id):,} characters, more than the {MAX_ID_LENGTH} a job id may have"
     if job.gpus < 0:
         return "gpus", f"negative GPU count {job.gpus}"
     if job.gpus > _MAX_GPUS:

@@ -131,3 +131,14 @@ def test_a_line_nested_too_deep_is_a_trace_error(tmp_path: Path) -> None:
     path.write_bytes(b'{"format":"gpuq.jobs/v1"}\n' + deep)
     with pytest.raises(TraceError, match=r"jobs\.jsonl:2:\d+: not valid JSON: nested too deep"):
         list(read_joblog(str(path)))
+
+
+def test_an_id_longer_than_a_snapshot_allows_is_a_trace_error(tmp_path: Path) -> None:
+    """Ids in traces are capped as in snapshots (512 characters): every view shows ids whole."""
+    path = tmp_path / "jobs.jsonl"
+    longest, longer = "7" * 512, "8" * 513
+    path.write_text(f'{{"format":"gpuq.jobs/v1"}}\n{{"id":"{longest}","submit_time":0,"duration_s":60,"gpus":1}}\n'
+                    f'{{"id":"{longer}","submit_time":0,"duration_s":60,"gpus":1}}\n')  # fmt: skip
+    error = trace_error(lambda: read_joblog(str(path)))
+    assert where(error)[0] == 3
+    assert "id: 513 characters, more than the 512 a job id may have" in str(error)
