@@ -70,6 +70,20 @@ def test_bad_options_are_usage_errors(gpuq: Runner, started: list[Any], xdg: dic
     assert not started
 
 
+def test_a_broken_user_theme_chosen_by_name_says_what_is_wrong_with_its_file(
+    gpuq: Runner, started: list[Any], xdg: dict[str, Path]
+) -> None:
+    """A user theme skipped for an error is otherwise just missing: chosen by its name, its
+    file's own error (file:line: key: problem) says what to fix."""
+    themes = xdg["config"] / "gpuq" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "mine.toml").write_text('name = "mine"\ndark = true\n\n[colors]\nprimary = "not-a-colour"\n')
+    result = gpuq("--snapshot", str(SMALL), "tui", "--theme", "mine")
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert f"no theme 'mine': {themes / 'mine.toml'}:5: colors.primary:" in result.stderr
+    assert not started
+
+
 def test_kubernetes_flags_reach_the_console(gpuq: Runner, started: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
     import gpuq.tui.options as options
 
