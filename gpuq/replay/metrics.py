@@ -67,9 +67,18 @@ def class_stats(retired: Retired, classes: Mapping[str, JobClass], jobs_per_clas
     return stats, curves
 
 
+#: buckets a `Series` holds at most: past it, neighbours merge and buckets grow twice as wide
+SERIES_CAP: Final = 16 * SERIES_POINTS
+
+
 class Series:
     """Busy GPU-time per time bucket, from the simulator's idle-time integral read at each
-    bucket's end; coarsened (whole buckets merged) to at most `SERIES_POINTS` at the end."""
+    bucket's end; coarsened (whole buckets merged) to at most `SERIES_POINTS` at the end.
+
+    A replay steps from bucket to bucket, so a run far longer than its submits (a job of years,
+    a backlog of months) would take a step, and a bucket, per `width` of simulated time. Past
+    `SERIES_CAP` buckets neighbours merge and `width` doubles: the steps grow with the run and
+    their number with its logarithm (the replay's cost follows its events, not simulated time)."""
 
     __slots__ = ("width", "busy")
 
@@ -78,7 +87,13 @@ class Series:
         self.busy = array("d")
 
     def add(self, busy_gpu_s: float) -> None:
-        self.busy.append(busy_gpu_s)
+        """The busy GPU-time of the bucket just ended (`width` wide); the next one is `width`
+        wide too, twice what it was when this one filled the series."""
+        busy = self.busy
+        busy.append(busy_gpu_s)
+        if len(busy) >= SERIES_CAP:  # (an even count: the pairs cover the same span)
+            self.busy = array("d", (busy[i] + busy[i + 1] for i in range(0, len(busy), 2)))
+            self.width *= 2
 
     def points(self, capacity: int, end: float) -> tuple[tuple[float, float], ...]:
         """(bucket start in seconds since the first submit, busy share of the capacity)."""

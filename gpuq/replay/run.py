@@ -158,6 +158,7 @@ def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEve
     idle = 0.0
     bucket_end = width
     while (sim.has_events() or fed < len(specs)) and sim.now < stop:
+        width = series.width  # (doubles as the run outgrows the series: `metrics.Series`)
         until = min(bucket_end, stop)
         # The jobs submitted by the end of this stretch, and only those: the event heap holds
         # what is in flight, not the whole trace (the same run as submitting all at once).
@@ -169,7 +170,7 @@ def _run(prepared: Prepared, config: ReplayConfig, on_event: Callable[[ReplayEve
         elapsed = sim.now - (bucket_end - width)
         series.add(capacity * elapsed - (sim.idle_gpu_s - idle))
         idle = sim.idle_gpu_s
-        bucket_end += width
+        bucket_end += series.width
     wall = time.perf_counter() - began
     left = sim.live_jobs()
     # The last job's end (the loop stands at the end of the bucket it ended in), or the horizon.

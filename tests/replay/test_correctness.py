@@ -9,6 +9,7 @@ import math
 from collections import Counter
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -305,3 +306,27 @@ def test_log_is_the_event_sink_without_allocations() -> None:
     result, log = replay_logged(jobs, config)
     assert result.log == tuple((e.time_s, e.event, e.job, e.other, e.lost_gpu_s) for e in log.events)
     assert isinstance(log, Log)
+
+
+@pytest.mark.parametrize("duration", [1e8, 1e11])
+def test_a_replay_steps_by_its_events_not_by_simulated_time(duration: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay steps from bucket to bucket of its utilisation series; a job of years (1e8 s),
+    or of millennia, used to take a step per second of it (minutes and gigabytes). Buckets now
+    grow as the run outgrows the series: steps grow with the logarithm of its length."""
+    from gpuq.replay import metrics
+
+    steps = 0
+    add = metrics.Series.add
+
+    def counted(self: metrics.Series, busy: float) -> None:
+        nonlocal steps
+        steps += 1
+        assert steps < 200_000, "a step per second of simulated time"
+        add(self, busy)
+
+    monkeypatch.setattr(metrics.Series, "add", counted)
+    jobs = [job("1", 0, duration), job("2", 10, 60)]
+    result = replay(jobs, ReplayConfig(policy=UNGUARDED_POLICY, nodes=1, gpus_per_node=8))
+    assert result.makespan_s == duration and result.unfinished == 0
+    assert 0 < len(result.utilisation_series) <= metrics.SERIES_POINTS
+    assert all(share == pytest.approx(1 / 8, rel=1e-3) for _, share in result.utilisation_series[2:-2])
