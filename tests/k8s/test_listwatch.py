@@ -206,3 +206,33 @@ def test_without_watch_every_snapshot_lists(target: Target) -> None:
     backend.snapshot()
     assert len(_lists(target)) == 2 and not _watches(target)
     assert not backend.state.informers["pods"].running
+
+
+def test_a_continue_token_given_again_ends_the_list(target: Target) -> None:
+    """A server that hands out the same continue token again would be paged for ever (646
+    requests in 30 s, items piling up): the list stops at the repeat, naming the resource."""
+    assert target.double is not None
+    # (every page after the first answers with a recorded page whose continue token never changes)
+    target.double.reply("GET", PODS, "22-pods-limit3-page1.json", when="continue", times=50)
+    with pytest.raises(ApiError, match=r"list pods: the server gave page \d+'s continue token before"):
+        target.backend(page_size=5, watch=False).snapshot()
+    assert len(_lists(target)) <= 4
+
+
+def test_a_list_of_more_pages_than_the_bound_is_refused(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuq.backends.kubernetes import listwatch
+
+    monkeypatch.setattr(listwatch, "MAX_PAGES", 3)
+    with pytest.raises(ApiError, match=r"list pods: more than 3 pages; narrow it"):
+        target.backend(page_size=2, watch=False).snapshot()
+    assert len(_lists(target)) <= 4
+
+
+def test_a_list_body_nested_too_deep_is_an_unexpected_answer(target: Target) -> None:
+    """msgspec refuses a value nested past its depth limit with RecursionError, even in a field
+    gpuq ignores: the list says the answer was unexpected, as for any other bad body."""
+    assert target.double is not None
+    deep = b'{"kind":"PodList","apiVersion":"v1","metadata":{},"x":' + b"[" * 5000 + b"]" * 5000 + b',"items":[]}'
+    target.double.reply("GET", PODS, status=200, body=deep, times=2)
+    with pytest.raises(ApiError, match=r"list pods: unexpected answer \(nested too deep\)"):
+        target.backend(watch=False).snapshot()

@@ -31,6 +31,7 @@ import msgspec
 
 from gpuq.backends.kubernetes.wire import Status
 from gpuq.errors import BadInput, GpuqError, GpuqWarning, NotFound, PermissionDenied, Unreachable
+from gpuq.jsonsafe import decoded
 from gpuq.textsafe import visible
 
 __all__ = [
@@ -261,7 +262,7 @@ class KubeClient:
         """GET `path` decoded by `decoder`; a body that is not the expected JSON is an ApiError."""
         response = self.request("GET", path, query)
         try:
-            return decoder.decode(response.body)
+            return decoded(decoder.decode, response.body)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ApiError(
                 f"{self.server}: GET {path}: unexpected answer ({visible(str(exc))})", response.status
@@ -387,7 +388,7 @@ class WatchStream:
 
     def _event(self, decoder: msgspec.json.Decoder[Any], line: bytes) -> tuple[str, msgspec.Raw]:
         try:
-            event = decoder.decode(line)
+            event = decoded(decoder.decode, line)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ApiError(
                 f"{self.client.server}: watch {self.path}: unreadable event ({visible(str(exc))})", 200
@@ -401,7 +402,7 @@ class WatchStream:
 
 def _status_of(body: bytes) -> Status | None:
     try:
-        status = _STATUS.decode(body)
+        status = decoded(_STATUS.decode, body)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return status if status.kind == "Status" or status.code else None

@@ -25,6 +25,7 @@ import msgspec
 from gpuq.backends.kubernetes.client import ApiError, Expired, KubeClient, WatchStream
 from gpuq.backends.kubernetes.wire import ListMeta, ObjectMeta
 from gpuq.errors import GpuqError
+from gpuq.jsonsafe import decoded
 from gpuq.textsafe import visible
 
 __all__ = ["DEFAULT_PAGE", "Informer", "Listed", "ResourceSpec", "Store", "gc_paused", "list_all"]
@@ -92,6 +93,7 @@ def list_all(client: KubeClient, spec: ResourceSpec[T], limit: int = DEFAULT_PAG
         while True:
             items: list[T] = []
             token, pages = "", 0
+            seen: set[str] = set()
             pending = pool.submit(_page, client, spec, limit, token)
             try:
                 while True:
@@ -99,6 +101,7 @@ def list_all(client: KubeClient, spec: ResourceSpec[T], limit: int = DEFAULT_PAG
                     pages += 1
                     after = _decoded(client, spec, _META, body).metadata.continue_
                     if after:
+                        _check_paging(client, spec, after, seen, pages)
                         token = after
                         pending = pool.submit(_page, client, spec, limit, after)
                     page: _List = _decoded(client, spec, decoder, body)
@@ -112,6 +115,22 @@ def list_all(client: KubeClient, spec: ResourceSpec[T], limit: int = DEFAULT_PAG
                 relists += 1
 
 
+#: the most pages one list reads: a server that hands out a continue token on every page would
+#: otherwise be paged for ever (500 at the default page size: 2,500,000 objects of one kind)
+MAX_PAGES = 500
+
+
+def _check_paging(client: KubeClient, spec: ResourceSpec[Any], token: str, seen: set[str], pages: int) -> None:
+    """ApiError when a continue token comes back that this list was given before (the server
+    would hand out the same pages again) or the list runs past `MAX_PAGES`."""
+    if token in seen:
+        raise ApiError(f"{client.server}: list {spec.name}: the server gave page {pages}'s continue token before "
+                       "(it would page for ever)", 200)  # fmt: skip
+    if pages >= MAX_PAGES:
+        raise ApiError(f"{client.server}: list {spec.name}: more than {MAX_PAGES} pages; narrow it (-n, -l)", 200)
+    seen.add(token)
+
+
 def _page(client: KubeClient, spec: ResourceSpec[Any], limit: int, token: str) -> bytes:
     query = {**spec.query, "limit": str(limit)}
     if token:
@@ -121,7 +140,7 @@ def _page(client: KubeClient, spec: ResourceSpec[Any], limit: int, token: str) -
 
 def _decoded(client: KubeClient, spec: ResourceSpec[Any], decoder: msgspec.json.Decoder[Any], body: bytes) -> Any:
     try:
-        return decoder.decode(body)
+        return decoded(decoder.decode, body)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise ApiError(f"{client.server}: list {spec.name}: unexpected answer ({visible(str(exc))})", 200) from None
 
@@ -298,13 +317,13 @@ class Informer(Generic[T]):
 
     def _apply(self, kind: str, raw: msgspec.Raw) -> None:
         if kind == "BOOKMARK":
-            meta = _META.decode(raw).metadata
+            meta = decoded(_META.decode, raw).metadata
             with self.lock:
                 if meta.resource_version:
                     self.store.resource_version = meta.resource_version
                 self._changed.notify_all()
             return
-        obj = self._item.decode(raw)
+        obj = decoded(self._item.decode, raw)
         with self.lock:
             old, new = self.store.apply(kind, obj)
             self.events += 1
