@@ -11,9 +11,10 @@ Pure: no terminal, no Rich; the CLI and (later) the console use the same functio
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
-__all__ = ["cell_width", "visible"]
+__all__ = ["cell_width", "json_safe", "visible"]
 
 #: Unicode categories never shown as themselves: controls (C0, DEL, C1 including NEL), format
 #: characters (bidi embeddings, overrides and isolates, zero-width ones, BOM), lone surrogates
@@ -42,6 +43,35 @@ def visible(text: str) -> str:
         return text
     category = unicodedata.category
     return "".join(_escape(ch) if category(ch) in _HIDDEN else ch for ch in text)
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # (a UTF-16 surrogate pair, as JSON writes a character past the BMP)
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _json_run(match: re.Match[str]) -> str:
+    run = match.group()
+    if run.isprintable():
+        return run
+    category = unicodedata.category
+    return "".join(_json_escape(ch) if category(ch) in _HIDDEN else ch for ch in run)
+
+
+def json_safe(data: bytes) -> bytes:
+    """A JSON text (UTF-8) with each hidden character past ASCII (C1 controls such as NEL and
+    CSI, bidi overrides and isolates, zero-width and line/paragraph separators) written as a
+    ``\\u`` escape: the same document to a JSON reader, nothing a terminal or log viewer obeys.
+    (JSON encoders escape the C0 controls themselves.)"""
+    if data.isascii():
+        return data
+    return _NON_ASCII.sub(_json_run, data.decode("utf-8")).encode("utf-8")
 
 
 def cell_width(text: str) -> int:

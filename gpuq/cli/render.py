@@ -17,7 +17,7 @@ import msgspec
 
 from gpuq.cli.output import write_bytes, write_text
 from gpuq.cli.table import Cell, Styles, colour_enabled, render_lines, render_table, terminal_width, write_lines
-from gpuq.textsafe import visible
+from gpuq.textsafe import json_safe, visible
 from gpuq.timefmt import format_duration, format_time
 from gpuq.views.columns import TableSpec
 
@@ -50,7 +50,9 @@ def emit_json(doc: Any) -> None:
 
 
 def emit_json_bytes(data: bytes | bytearray) -> None:
-    """An encoded JSON document (with its newline), indented first when stdout is a terminal."""
+    """An encoded JSON document (with its newline), indented first when stdout is a terminal;
+    hidden characters past ASCII written as ``\\u`` escapes (`textsafe.json_safe`)."""
+    data = json_safe(bytes(data)) if not data.isascii() else data
     if sys.stdout.isatty():
         data = msgspec.json.format(data, indent=2)
     write_bytes(data)
@@ -62,7 +64,8 @@ def emit_csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
 
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
-    writer.writerows(["" if v is None else v for v in row] for row in rows)
+    # (text cells as the tables show them: control and bidi characters as escapes, README "CSV")
+    writer.writerows(["" if v is None else visible(v) if isinstance(v, str) else v for v in row] for row in rows)
     write_text(buffer.getvalue())
 
 

@@ -6,6 +6,7 @@ import click
 
 from gpuq.cli.options import App, global_options, pass_app
 from gpuq.cli.render import write_bytes
+from gpuq.textsafe import json_safe
 
 __all__ = ["snapshot"]
 
@@ -21,4 +22,4 @@ def snapshot(app: App) -> None:
 
     buffer = io.BytesIO()
     write_snapshot(app.snapshot(), buffer)
-    write_bytes(buffer.getvalue())
+    write_bytes(json_safe(buffer.getvalue()))  # (hidden characters as \u escapes: the same document)
