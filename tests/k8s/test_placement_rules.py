@@ -284,3 +284,18 @@ def test_kueue_preempts_the_whole_admitted_workload(gpuq: Gpuq, kueue_lab: Writa
     assert "24 GPUs is more than its nominal quota" in native["notes"][0]
     what_if = _json(gpuq("--backend", "k8s", "preview", "--gpus", "8", "--priority", "1000", "-o", "json"))["native"]
     assert "scheduler" not in what_if
+
+
+def test_a_what_if_through_a_local_queue_gets_kueues_plan(gpuq: Gpuq, kueue_lab: WritableDouble) -> None:
+    """``--queue`` names a LocalQueue (55): the what-if waits in its ClusterQueue, gpu-cq, and
+    Kueue's plan is shown beside gpuq's; a LocalQueue the cluster lacks is a usage error naming
+    the known ones."""
+    for queue in ("ml-team-b/team-b-queue", "team-b-queue"):
+        native = _json(gpuq("--backend", "k8s", "preview", "--gpus", "24", "--priority", "100000", "--queue", queue,
+                            "-o", "json"), 1)["native"]  # (gpuq's own: 24 GPUs on one 8-GPU node, never)
+        assert (native["scheduler"], [v["workload"] for v in native["victims"]]) == (
+            "Kueue", ["Job/ml-team-a/train-llama-70b"])
+    result = gpuq("--backend", "k8s", "preview", "--gpus", "1", "--priority", "1000", "--queue", "nope")
+    assert result.exit_code != 0 and (result.exception is None or isinstance(result.exception, SystemExit))
+    assert ("--queue nope: no such LocalQueue on cluster" in result.output
+            and "(LocalQueues: ml-team-a/team-a-queue, ml-team-b/team-b-queue)" in result.output)  # fmt: skip
