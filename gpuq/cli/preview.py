@@ -87,6 +87,8 @@ def show_preview(app: App, view: PreviewView, *, heading: str | None = None) -> 
               help="What-if: the request's tenant (urgent quota).")  # fmt: skip
 @click.option("--qos", metavar="QOS", help="What-if on Slurm: the QOS the job would be submitted with.")
 @click.option("--partition", metavar="PARTITION", help="What-if on Slurm: the partition it would be submitted to.")
+@click.option("--queue", "local_queue", metavar="LOCALQUEUE",
+              help="What-if on Kubernetes with Kueue: the LocalQueue (namespace/name) it would be submitted to.")
 @click.option("--urgent", is_flag=True, help="Preview at manual-urgent priority.")
 @global_options
 @pass_app
@@ -99,6 +101,7 @@ def preview(
     tenant: str | None,
     qos: str | None,
     partition: str | None,
+    local_queue: str | None,
     urgent: bool,
 ) -> None:
     """Which running jobs JOB (or a what-if request) would preempt now, and why others are spared.
@@ -108,13 +111,14 @@ def preview(
     gpuq preview 1234 --priority 900        the same job after a bump
     gpuq preview --gpus 8 --priority 500 [--class C --tenant T]
     gpuq preview --gpus 4 --qos urgent [--partition gpu]     (Slurm)
+    gpuq preview --gpus 8 --priority 1000 --queue ns/team-queue     (Kueue)
     """
     cluster = app.cluster
     snapshot = app.snapshot()
-    hints = {key: value for key, value in (("qos", qos), ("partition", partition)) if value}
+    hints = {key: value for key, value in (("qos", qos), ("partition", partition), ("queue", local_queue)) if value}
     if job_id is not None:
         if gpus is not None or job_class is not None or tenant is not None or hints:
-            raise click.UsageError("give either JOB or --gpus/--class/--tenant/--qos/--partition, not both")
+            raise click.UsageError("give either JOB or --gpus/--class/--tenant/--qos/--partition/--queue, not both")
         job = cluster.job(job_id, snapshot)
         if not job.is_pending:
             warn(f"job {job.id} is {job.state.value}, not pending: showing what it would preempt if queued now")

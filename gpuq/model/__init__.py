@@ -44,6 +44,7 @@ __all__ = [
     "PreviewRequest",
     "Queue",
     "QueuePolicy",
+    "QueueAdmission",
     "QueueQuota",
     "Snapshot",
     "Timestamp",
@@ -203,6 +204,20 @@ class QueueQuota(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     lending_limit: JobGpus | None = None
 
 
+class QueueAdmission(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """A workload a queue admitted, as its queue manager counts it against the quota (Kueue: a
+    Workload's ``status.admission``, whose ``podSetAssignments[].resourceUsage`` it reserves
+    whether or not its pods run yet). `workload`: its pods' `Job.owner` (or a pod's id);
+    `gpus`: flavor -> GPUs reserved there; `priority`, `queue_time`, `admitted_time` as on
+    `Job` (Kueue: ``spec.priority``, its creation, ``QuotaReserved``)."""
+
+    workload: str
+    gpus: dict[str, JobGpus] = {}
+    priority: Priority = 0
+    queue_time: Timestamp | None = None
+    admitted_time: Timestamp | None = None
+
+
 class Queue(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """A queue a queue manager admits jobs through, and whom it lets them preempt (Kueue: a
     ClusterQueue and its ``spec.preemption``; unset fields are Kueue's defaults, ``Never``).
@@ -228,6 +243,10 @@ class Queue(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     fair_sharing: bool = False
     #: the queues jobs are submitted to that lead here (Kueue's LocalQueues, ``namespace/name``)
     local_queues: tuple[str, ...] = ()
+    #: what the queue manager counts as each admitted workload's usage (Kueue: its admission's
+    #: reservation); empty where the backend does not read it (older snapshots): the usage is
+    #: then the GPUs of the workloads' running pods
+    admitted: tuple[QueueAdmission, ...] = ()
     #: the queue manager (`Job.admitted_by` of the jobs it admits)
     manager: str = "kueue"
 

@@ -220,6 +220,11 @@ def _sound(doc: SnapshotDocument) -> bool:
     for event in doc.preemption_events:
         if not lo <= event.time <= hi:
             return False
+    for queue in doc.queues or ():
+        for adm in queue.admitted:
+            for moment in (adm.queue_time, adm.admitted_time):
+                if moment is not None and not lo <= moment <= hi:
+                    return False
     capacity = {n.name: n.gpus for n in doc.nodes}
     for node, held in by_node.items():
         cap = capacity.get(node)
@@ -252,6 +257,12 @@ def _time_out_of_range(doc: SnapshotDocument) -> str | None:
     for i, event in enumerate(doc.preemption_events):
         if not lo <= event.time <= hi:
             return f"preemption_events[{i}].time"
+    for i, queue in enumerate(doc.queues or ()):
+        for k, adm in enumerate(queue.admitted):
+            for name in ("queue_time", "admitted_time"):
+                t = getattr(adm, name)
+                if t is not None and not lo <= t <= hi:
+                    return f"queues[{i}].admitted[{k}].{name}"
     return None
 
 

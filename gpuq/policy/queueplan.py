@@ -45,7 +45,10 @@ _WORDS = {QueuePolicy.NEVER: "Never", QueuePolicy.LOWER_PRIORITY: "LowerPriority
 
 @dataclass(slots=True)
 class Workload:
-    """One admitted workload: its pods (`jobs`), its queue and flavor, and what Kueue orders by."""
+    """One admitted workload: its pods (`jobs`), its queue and flavor, and what Kueue orders by.
+    `usage`: flavor -> the GPUs it counts against its queue's quota there; `reserved`: whether
+    that is its admission's reservation (`Queue.admitted`, as Kueue counts it) or, where the
+    snapshot has none, its running pods' GPUs."""
 
     key: str
     queue: str
@@ -56,6 +59,8 @@ class Workload:
     admitted: float
     gpus: int = 0
     jobs: list[Job] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    reserved: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +86,21 @@ class QueuePlan:
 
 
 def workloads_by_queue(snapshot: Snapshot) -> dict[str, list[Workload]]:
-    """The workloads each queue admitted, from the pods holding GPUs (a workload's usage is its
-    running pods' GPUs), built once per snapshot."""
+    """The workloads each queue admitted, built once per snapshot: each counting its admission's
+    reservation where the queue carries it (`Queue.admitted`), else its running pods' GPUs."""
     return snapshot.derived("queueplan.workloads", lambda: _build(snapshot))
 
 
 def _build(snapshot: Snapshot) -> dict[str, list[Workload]]:
     found: dict[tuple[str, str], Workload] = {}
+    queues = {q.name: q for q in snapshot.queues}
+    for q in snapshot.queues:
+        for adm in q.admitted:
+            since = adm.queue_time.timestamp() if adm.queue_time is not None else snapshot.now
+            at = adm.admitted_time.timestamp() if adm.admitted_time is not None else since
+            total = sum(adm.gpus.values())
+            found[(q.name, adm.workload)] = Workload(adm.workload, q.name, next(iter(adm.gpus), None), adm.priority,
+                                                     since, at, total, usage=dict(adm.gpus), reserved=True)  # fmt: skip
     for job in snapshot.jobs:
         queue = job.queue
         if queue is None or job.admitted_by is None or not job.holds_gpus:
@@ -100,12 +113,30 @@ def _build(snapshot: Snapshot) -> dict[str, list[Workload]]:
             priority = job.queue_priority if job.queue_priority is not None else job.priority
             wl = found[(queue, key)] = Workload(key, queue, job.queue_flavor, priority, created.timestamp(),
                                                 admitted.timestamp())  # fmt: skip
-        wl.gpus += job.gpus
+        if not wl.reserved:
+            wl.gpus += job.gpus
         wl.jobs.append(job)
     out: dict[str, list[Workload]] = {}
     for (queue, _), wl in found.items():
+        if not wl.reserved:
+            flavor = _flavor_of(wl, queues)
+            wl.usage = {flavor: wl.gpus} if flavor is not None else {}
         out.setdefault(queue, []).append(wl)
     return out
+
+
+def _counted(by_queue: dict[str, list[Workload]], names: list[str]) -> str:
+    """Which usage the plan counted, in words."""
+    kinds = {wl.reserved for name in names for wl in by_queue.get(name, ())}
+    if kinds == {True}:
+        return "usage counted as Kueue counts it: each admitted workload's reservation (status.admission)"
+    if kinds == {False}:
+        return ("usage counted as the admitted workloads' running pods' GPUs (the snapshot has no admission "
+                "reservations)")
+    if not kinds:
+        return "no admitted workload uses the quota"
+    return ("usage counted as each admitted workload's reservation (status.admission) where the snapshot has it, "
+            "its running pods' GPUs otherwise")
 
 
 def _flavor_of(wl: Workload, queues: dict[str, Queue]) -> str | None:
@@ -181,15 +212,14 @@ class _Preemptor:
     exclude: str | None
 
 
-def _candidates(p: _Preemptor, fl: _Flavor, by_queue: dict[str, list[Workload]],
-                queues: dict[str, Queue]) -> list[QueueVictim]:  # fmt: skip
+def _candidates(p: _Preemptor, fl: _Flavor, by_queue: dict[str, list[Workload]]) -> list[QueueVictim]:
     cq, out = p.cq, []
     within = cq.within_queue
     if within is not QueuePolicy.NEVER:
         newer_equal = within is QueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
         rule = f"withinClusterQueue: {_WORDS[within]}"
         for wl in by_queue.get(cq.name, ()):
-            if wl.key == p.exclude or _flavor_of(wl, queues) != fl.flavor:
+            if wl.key == p.exclude or not wl.usage.get(fl.flavor):
                 continue
             if wl.priority < p.priority:
                 out.append(QueueVictim(wl, f"in ClusterQueue {cq.name} at lower priority {wl.priority} < {p.priority} "
@@ -204,7 +234,7 @@ def _candidates(p: _Preemptor, fl: _Flavor, by_queue: dict[str, list[Workload]],
                 continue
             above = f"{fl.usage[name]} {fl.flavor} GPUs, above its nominal {fl.quotas[name].nominal}"
             for wl in by_queue.get(name, ()):
-                if _flavor_of(wl, queues) != fl.flavor:
+                if not wl.usage.get(fl.flavor):
                     continue
                 if reclaim is QueuePolicy.LOWER_PRIORITY and wl.priority >= p.priority:
                     continue
@@ -229,24 +259,24 @@ def _minimal(p: _Preemptor, fl: _Flavor, candidates: list[QueueVictim], allow_bo
                 continue  # (it stopped borrowing as others were taken: nothing left to reclaim)
             if threshold is not None and wl.priority >= threshold:
                 allow_borrowing = False
-        fl.move(wl.queue, -wl.gpus)
+        fl.move(wl.queue, -wl.usage[fl.flavor])
         taken.append(cand)
         if fl.fits(p.gpus, allow_borrowing):
             fits = True
             break
     if not fits:
         for cand in taken:
-            fl.move(cand.workload.queue, cand.workload.gpus)
+            fl.move(cand.workload.queue, cand.workload.usage[fl.flavor])
         return []
     for i in range(len(taken) - 2, -1, -1):
         wl = taken[i].workload
-        fl.move(wl.queue, wl.gpus)
+        fl.move(wl.queue, wl.usage[fl.flavor])
         if fl.fits(p.gpus, allow_borrowing):
             del taken[i]  # (not needed: it stays)
         else:
-            fl.move(wl.queue, -wl.gpus)
+            fl.move(wl.queue, -wl.usage[fl.flavor])
     for cand in taken:
-        fl.move(cand.workload.queue, cand.workload.gpus)
+        fl.move(cand.workload.queue, cand.workload.usage[fl.flavor])
     return taken
 
 
@@ -272,12 +302,10 @@ def _targets(p: _Preemptor, fl: _Flavor, candidates: list[QueueVictim]) -> tuple
     return _minimal(p, fl, own, True, None), "within the ClusterQueue, borrowing if need be"
 
 
-def _usage(by_queue: dict[str, list[Workload]], queues: dict[str, Queue], flavor: str,
-           names: list[str], exclude: str | None) -> dict[str, int]:  # fmt: skip
+def _usage(by_queue: dict[str, list[Workload]], flavor: str, names: list[str], exclude: str | None) -> dict[str, int]:
     out: dict[str, int] = {}
     for name in names:
-        out[name] = sum(wl.gpus for wl in by_queue.get(name, ()) if wl.key != exclude
-                        and _flavor_of(wl, queues) == flavor)  # fmt: skip
+        out[name] = sum(wl.usage.get(flavor, 0) for wl in by_queue.get(name, ()) if wl.key != exclude)
     return out
 
 
@@ -304,7 +332,6 @@ def queue_plan(snapshot: Snapshot, request: PreviewRequest) -> QueuePlan | None:
     cq = snapshot.queue(request.queue or "") if request.queue else None
     if cq is None:
         return None
-    queues = {q.name: q for q in snapshot.queues}
     members = [q for q in snapshot.queues if q.cohort == cq.cohort] if cq.cohort else [cq]
     notes: list[str] = []
     if any(m.fair_sharing for m in members):
@@ -327,8 +354,9 @@ def queue_plan(snapshot: Snapshot, request: PreviewRequest) -> QueuePlan | None:
     by_queue = workloads_by_queue(snapshot)
     p = _preemptor(snapshot, request, cq)
     names = [m.name for m in members]
-    flavors = [_Flavor(cq, members, q.flavor, _usage(by_queue, queues, q.flavor, names, p.exclude))
+    flavors = [_Flavor(cq, members, q.flavor, _usage(by_queue, q.flavor, names, p.exclude))
                for q in cq.gpu_quotas]  # fmt: skip
+    counted = _counted(by_queue, names)
     for fl in flavors:
         if fl.fits(p.gpus, True):
             borrows = fl.usage[cq.name] + p.gpus > fl.quotas[cq.name].nominal
@@ -340,6 +368,7 @@ def queue_plan(snapshot: Snapshot, request: PreviewRequest) -> QueuePlan | None:
                     f"fits ClusterQueue {cq.name}'s quota in flavor {fl.flavor} now"
                     + (f", borrowing from cohort {cq.cohort}" if borrows else "")
                     + ": Kueue admits it, preempting nothing",
+                    counted,
                 ),
             )
     for fl in flavors:
@@ -350,7 +379,7 @@ def queue_plan(snapshot: Snapshot, request: PreviewRequest) -> QueuePlan | None:
             notes.append(f"{short}; {p.gpus} GPUs is more than its nominal quota, so Kueue does not preempt for it "
                          "there (it waits to borrow)")  # fmt: skip
             continue
-        candidates = _candidates(p, fl, by_queue, queues)
+        candidates = _candidates(p, fl, by_queue)
         if not candidates:
             notes.append(f"{short}; no admitted workload there that its preemption rules let it take "
                          f"(withinClusterQueue: {_WORDS[cq.within_queue]}, reclaimWithinCohort: "
@@ -358,9 +387,9 @@ def queue_plan(snapshot: Snapshot, request: PreviewRequest) -> QueuePlan | None:
             continue
         victims, how = _targets(p, fl, candidates)
         if victims:
-            return QueuePlan(cq.name, fl.flavor, False, tuple(victims), (*notes, f"{short}; preempts {how}"))
+            return QueuePlan(cq.name, fl.flavor, False, tuple(victims), (*notes, f"{short}; preempts {how}", counted))
         notes.append(f"{short}; preempting every workload its rules let it take would still not make room")
-    return QueuePlan(cq.name, None, False, notes=tuple(notes))
+    return QueuePlan(cq.name, None, False, notes=(*notes, counted))
 
 
 def admission_block(snapshot: Snapshot, job: Job) -> str | None:
@@ -372,11 +401,10 @@ def admission_block(snapshot: Snapshot, job: Job) -> str | None:
     if not cq.gpu_quotas:
         return f"Kueue ClusterQueue {cq.name} has no nvidia.com/gpu quota, so it admits no GPU workload"
     by_queue = workloads_by_queue(snapshot)
-    queues = {q.name: q for q in snapshot.queues}
     members = [q for q in snapshot.queues if q.cohort == cq.cohort] if cq.cohort else [cq]
     parts = []
     for q in cq.gpu_quotas:
-        fl = _Flavor(cq, members, q.flavor, _usage(by_queue, queues, q.flavor, [m.name for m in members], None))
+        fl = _Flavor(cq, members, q.flavor, _usage(by_queue, q.flavor, [m.name for m in members], None))
         used = fl.usage[cq.name]
         text = f"flavor {q.flavor}: {used} of {q.nominal} nominal GPUs in use"
         if fl.fits(job.gpus, True):
@@ -391,4 +419,5 @@ def admission_block(snapshot: Snapshot, job: Job) -> str | None:
             text += (f"; cohort {cq.cohort} has {max(0, free)} lent GPUs unused ({limit}), short of the "
                      f"{job.gpus} it needs")  # fmt: skip
         parts.append(text)
-    return f"Kueue holds it in ClusterQueue {cq.name} for lack of quota: " + "; ".join(parts)
+    counted = _counted(by_queue, [m.name for m in members])
+    return f"Kueue holds it in ClusterQueue {cq.name} for lack of quota: " + "; ".join(parts) + f" ({counted})"

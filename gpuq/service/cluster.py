@@ -20,11 +20,12 @@ from gpuq.audit import AuditError, AuditLog, make_record, safe_text
 from gpuq.backends.base import ActionPlan, Backend, Capabilities, Foreseen, NativePlan, PriorityChange
 from gpuq.config import PolicySource
 from gpuq.errors import BadInput, GpuqError, Refused, no_job
-from gpuq.model import Job, JobClass, JobState, PreviewRequest, Snapshot
+from gpuq.model import Job, JobClass, JobState, PreviewRequest, Queue, Snapshot
 from gpuq.policy.config import Mode, Policy
 from gpuq.policy.engine import Plan, plan_preemption, request_for_job
 from gpuq.service.actions import PendingAction
 from gpuq.sla import SlaReport, sla_report
+from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration, format_time
 
 __all__ = ["MAX_EXEMPT_S", "Cluster", "Preview"]
@@ -195,8 +196,12 @@ class Cluster:
         elif job_class not in names and job_class not in self.policy.classes:
             known = ", ".join(sorted(names | set(self.policy.classes))) or "none"
             raise BadInput(f"--class {job_class}: no such class on cluster {snapshot.cluster} (classes: {known})")
+        local = hints.pop("queue", None)
+        queue = _cluster_queue(snapshot, local) if local is not None else None
         request = PreviewRequest(gpus=gpus, priority=priority, job_class=job_class, tenant=tenant, urgent=urgent,
                                  hints=hints, max_nodes=self.capabilities.what_if_max_nodes)  # fmt: skip
+        if queue is not None:  # (waits in a queue manager's queue: its own plan is shown beside gpuq's)
+            request = msgspec.structs.replace(request, queue=queue.name, admitted_by=queue.manager)
         return self._native_priority(snapshot, request) or request
 
     def _native_priority(self, snapshot: Snapshot, request: PreviewRequest) -> PreviewRequest | None:
@@ -404,3 +409,14 @@ class _Refusals:
                 self.cluster.record_failure(self.action, self.target, self.args, self.reason, exc, dry_run=self.dry_run)
             except AuditError as audit_exc:  # (disk full): the operator still learns why it failed
                 raise AuditError(f"{exc} (and {audit_exc})") from exc
+
+
+def _cluster_queue(snapshot: Snapshot, local: str) -> Queue:
+    """The queue a LocalQueue (``namespace/name``, or a name only one namespace has) leads to;
+    BadInput naming the known ones for any other."""
+    named = [(k, q) for q in snapshot.queues for k in q.local_queues if k == local or k.partition("/")[2] == local]
+    exact = [q for k, q in named if k == local]
+    if exact or ("/" not in local and len(named) == 1):
+        return exact[0] if exact else named[0][1]
+    known = ", ".join(sorted(k for q in snapshot.queues for k in q.local_queues)) or "none"
+    raise BadInput(f"--queue {visible(local)}: no such LocalQueue on cluster {snapshot.cluster} (LocalQueues: {known})")

@@ -147,7 +147,15 @@ def test_the_cluster_queues_rules_are_in_the_snapshot(gpuq: Gpuq, kueue_lab: Wri
     snapshot = _json(gpuq("--backend", "k8s", "snapshot"))
     assert snapshot["queues"] == [{"name": "gpu-cq", "within_queue": "lower_priority", "reclaim_within_cohort": "any",
                                    "gpu_quotas": [{"flavor": "h100", "nominal": 32}],
-                                   "local_queues": ["ml-team-a/team-a-queue", "ml-team-b/team-b-queue"]}]  # fmt: skip
+                                   "local_queues": ["ml-team-a/team-a-queue", "ml-team-b/team-b-queue"],
+                                   # (56: each admission's podSetAssignments[].resourceUsage, as Kueue counts it)
+                                   "admitted": [
+                                       {"workload": "Job/ml-team-a/train-llama-70b", "gpus": {"h100": 16},
+                                        "priority": 1000, "queue_time": "2026-12-01T09:26:30Z",
+                                        "admitted_time": "2026-12-01T06:26:30Z"},
+                                       {"workload": "Job/ml-team-b/eval-small", "gpus": {"h100": 1}, "priority": 100,
+                                        "queue_time": "2026-12-01T09:26:30Z",
+                                        "admitted_time": "2026-12-01T08:26:30Z"}]}]  # fmt: skip
     jobs = {j["id"]: j for j in snapshot["jobs"]}
     train = jobs["ml-team-a/train-llama-70b-7x2kq"]
     assert (train["queue"], train["queue_priority"]) == ("gpu-cq", 1000)
@@ -208,17 +216,59 @@ def test_a_policy_gpuq_does_not_know_reads_as_never_and_is_said(gpuq: Gpuq, kueu
 
 def test_kueues_own_plan_is_the_native_half_of_a_workloads_preview(gpuq: Gpuq, kueue_lab: WritableDouble) -> None:
     """The recorded lab: job-urgent-finetune-b81e0 (24 GPUs, priority 100000) waits in gpu-cq
-    (32 nominal GPUs, withinClusterQueue LowerPriority, no cohort), whose admitted workloads'
-    running pods hold 8 (train-llama-70b's one running pod). 8 + 24 fit the 32: Kueue admits it
-    preempting nothing, and says so in the native half, named as Kueue's."""
+    (32 nominal GPUs, withinClusterQueue LowerPriority, no cohort). Kueue counts the admissions'
+    reservations (56: train-llama-70b 16, eval-small 1), not the one running pod's 8: 17 + 24 do
+    not fit the 32, as Kueue's own recorded condition says ("24 more needed"). Its plan: preempt
+    train-llama-70b (priority 1000) whole; eval-small's 1 GPU can stay. Named as Kueue's."""
     doc = _json(gpuq("--backend", "k8s", "preview", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json"))
     native = doc["native"]
-    assert (native["scheduler"], native["would_preempt"], native["victims"]) == ("Kueue", False, [])
-    assert native["notes"][0] == ("fits ClusterQueue gpu-cq's quota in flavor h100 now: Kueue admits it, preempting "
-                                  "nothing")  # fmt: skip
+    assert (native["scheduler"], native["would_preempt"]) == ("Kueue", True)
+    assert [(v["id"], v["workload"]) for v in native["victims"]] == [
+        ("ml-team-a/train-llama-70b-7x2kq", "Job/ml-team-a/train-llama-70b")]
+    assert native["notes"][:2] == [
+        "flavor h100: 17 of 32 nominal GPUs in use; preempts within the ClusterQueue, borrowing if need be",
+        "usage counted as Kueue counts it: each admitted workload's reservation (status.admission)"]
     job = _json(gpuq("--backend", "k8s", "job", "ml-team-a/job-urgent-finetune-b81e0", "-o", "json"))
-    assert ("Kueue holds it in ClusterQueue gpu-cq for lack of quota: flavor h100: 8 of 32 nominal GPUs in use, so "
-            "24 more fit: Kueue should admit it at its next pass") in job["explanation"]  # fmt: skip
+    assert any("insufficient unused quota for nvidia.com/gpu in flavor h100, 24 more needed" in line
+               for line in job["explanation"])  # (Kueue's own condition, recorded)
+    assert ("Kueue holds it in ClusterQueue gpu-cq for lack of quota: flavor h100: 17 of 32 nominal GPUs in use; 24 "
+            "more need 9 beyond it, and with no cohort it cannot borrow (usage counted as Kueue counts it: each "
+            "admitted workload's reservation (status.admission))") in job["explanation"]  # fmt: skip
+
+
+def _workloads(**usage: str | None) -> bytes:
+    """56 with each named admitted workload's nvidia.com/gpu resourceUsage replaced (None: removed)."""
+    doc = json.loads((FIXTURES / "56-kueue-workloads-all.json").read_bytes())
+    for item in doc["items"]:
+        name = item["metadata"]["name"]
+        if name in usage:
+            found = item["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
+            if usage[name] is None:
+                del found["nvidia.com/gpu"]
+            else:
+                found["nvidia.com/gpu"] = usage[name]
+    return json.dumps(doc).encode()
+
+
+def test_an_admission_gpuq_cannot_read_counts_by_its_pods_and_is_said(kueue_lab: WritableDouble,
+                                                                      tmp_path: Path) -> None:  # fmt: skip
+    """A bad quantity (its control characters escaped) and an admission reserving no GPU for a
+    workload asking some: the backend says so, and those workloads count by their running pods."""
+    body = _workloads(**{"job-train-llama-70b-3f2a1": "16\u001b[2Jx", "job-eval-small-5a6b2": None})
+    kueue_lab.reply("GET", "/apis/kueue.x-k8s.io/v1beta2/workloads", status=200, body=body, times=10)
+    backend = KubernetesBackend(kubeconfig=str(kueue_lab.kubeconfig(tmp_path / "kubeconfig")), watch=False,
+                                clock=FixedClock(NOW))  # fmt: skip
+    try:
+        snapshot = backend.snapshot()
+        notes = backend.capabilities.notes
+    finally:
+        backend.close()
+    assert [q.admitted for q in snapshot.queues] == [()]
+    assert notes == (
+        "Workload ml-team-a/job-train-llama-70b-3f2a1: status.admission nvidia.com/gpu of pod set main: "
+        "'16\\x1b[2Jx' is not a whole-number quantity: its usage counted as its running pods' GPUs",
+        "Workload ml-team-b/job-eval-small-5a6b2: status.admission reserves no nvidia.com/gpu, though the workload "
+        "asks for GPUs: its usage counted as its running pods' GPUs")  # fmt: skip
 
 
 def test_kueue_preempts_the_whole_admitted_workload(gpuq: Gpuq, kueue_lab: WritableDouble) -> None:
@@ -234,3 +284,18 @@ def test_kueue_preempts_the_whole_admitted_workload(gpuq: Gpuq, kueue_lab: Writa
     assert "24 GPUs is more than its nominal quota" in native["notes"][0]
     what_if = _json(gpuq("--backend", "k8s", "preview", "--gpus", "8", "--priority", "1000", "-o", "json"))["native"]
     assert "scheduler" not in what_if
+
+
+def test_a_what_if_through_a_local_queue_gets_kueues_plan(gpuq: Gpuq, kueue_lab: WritableDouble) -> None:
+    """``--queue`` names a LocalQueue (55): the what-if waits in its ClusterQueue, gpu-cq, and
+    Kueue's plan is shown beside gpuq's; a LocalQueue the cluster lacks is a usage error naming
+    the known ones."""
+    for queue in ("ml-team-b/team-b-queue", "team-b-queue"):
+        native = _json(gpuq("--backend", "k8s", "preview", "--gpus", "24", "--priority", "100000", "--queue", queue,
+                            "-o", "json"), 1)["native"]  # (gpuq's own: 24 GPUs on one 8-GPU node, never)
+        assert (native["scheduler"], [v["workload"] for v in native["victims"]]) == (
+            "Kueue", ["Job/ml-team-a/train-llama-70b"])
+    result = gpuq("--backend", "k8s", "preview", "--gpus", "1", "--priority", "1000", "--queue", "nope")
+    assert result.exit_code != 0 and (result.exception is None or isinstance(result.exception, SystemExit))
+    assert ("--queue nope: no such LocalQueue on cluster" in result.output
+            and "(LocalQueues: ml-team-a/team-a-queue, ml-team-b/team-b-queue)" in result.output)  # fmt: skip

@@ -5,8 +5,21 @@ their admission order (later in a table: admitted more recently)."""
 from __future__ import annotations
 
 import pytest
+from msgspec.structs import replace
 
-from gpuq.model import Job, JobClass, JobState, Node, PreviewRequest, Queue, QueuePolicy, QueueQuota, Snapshot
+from gpuq.errors import BadInput
+from gpuq.model import (
+    Job,
+    JobClass,
+    JobState,
+    Node,
+    PreviewRequest,
+    Queue,
+    QueueAdmission,
+    QueuePolicy,
+    QueueQuota,
+    Snapshot,
+)
 from gpuq.model.codec import decode_snapshot, encode_snapshot
 from gpuq.policy.queueplan import admission_block, queue_plan
 from tests.factories import at, make_job, make_snapshot
@@ -243,7 +256,8 @@ def test_why_kueue_has_not_admitted_it() -> None:
     job = make_job("w", "w", "u", "t", "hi", 1000, JobState.PENDING, NOW - 50, 4, admitted_by="kueue", queue="a")
     assert admission_block(s, job) == ("Kueue holds it in ClusterQueue a for lack of quota: flavor h100: 6 of 8 "
                                        "nominal GPUs in use; 4 more need 2 beyond it, and with no cohort it cannot "
-                                       "borrow")  # fmt: skip
+                                       "borrow (usage counted as the admitted workloads' running pods' GPUs (the "
+                                       "snapshot has no admission reservations))")  # fmt: skip
 
 
 def test_the_quotas_and_times_survive_a_snapshot_file() -> None:
@@ -252,3 +266,34 @@ def test_the_quotas_and_times_survive_a_snapshot_file() -> None:
     data = encode_snapshot(s)
     back = decode_snapshot(data)
     assert back.queues == s.queues and back.jobs == s.jobs and encode_snapshot(back) == data
+
+
+def test_the_reservation_counts_where_the_snapshot_has_it_the_pods_otherwise() -> None:
+    """Kueue counts an admission's reservation, running pods or not: x reserves 8 though one 4-GPU
+    pod of it runs, and z (no pod yet) reserves 2; y has no reservation in the snapshot and counts
+    its pod's 4. 8 + 2 + 4 = 14 of 16: 4 more do not fit, and x (lowest) is the one to take."""
+    reserved = (QueueAdmission("Job/t/x", {"h100": 8}, 100), QueueAdmission("Job/t/z", {"h100": 2}, 300))
+    s = snap((replace(cq("a", 16), admitted=reserved),), "x:a:100:4", "y:a:200:4")
+    plan = queue_plan(s, ask("a", 4, 500))
+    assert plan is not None and not plan.admits_now
+    assert [(v.workload.key, v.workload.usage) for v in plan.victims] == [("Job/t/x", {"h100": 8})]
+    assert plan.notes == ("flavor h100: 14 of 16 nominal GPUs in use; preempts within the ClusterQueue, borrowing "
+                          "if need be", "usage counted as each admitted workload's reservation (status.admission) "
+                          "where the snapshot has it, its running pods' GPUs otherwise")  # fmt: skip
+    # without the reservations (an older snapshot): 4 + 4 of 16, so 4 more fit at once
+    plan = queue_plan(snap((cq("a", 16),), "x:a:100:4", "y:a:200:4"), ask("a", 4, 500))
+    assert plan is not None and plan.admits_now
+    assert plan.notes[1] == ("usage counted as the admitted workloads' running pods' GPUs (the snapshot has no "
+                             "admission reservations)")  # fmt: skip
+
+
+def test_the_reservations_survive_a_snapshot_file_and_a_bad_time_is_named() -> None:
+    adm = QueueAdmission("Job/t/x", {"h100": 8}, 100, at(NOW - 50), at(NOW - 40))
+    s = snap((replace(cq("a", 16), admitted=(adm,)),), "x:a:100:4")
+    data = encode_snapshot(s)
+    back = decode_snapshot(data)
+    assert back.queues == s.queues and encode_snapshot(back) == data
+    head, _, tail = data.rpartition(b'"admitted_time":"')  # (the queue's: queues come after the jobs)
+    bad = head + b'"admitted_time":"1969-01-01T00:00:00Z","x":"' + tail
+    with pytest.raises(BadInput, match=r"queues\[0\]\.admitted\[0\]\.admitted_time"):
+        decode_snapshot(bad)

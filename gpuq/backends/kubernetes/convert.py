@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 
 from gpuq.backends.kubernetes.kueue import Admission, ClusterQueue, Workload, WorkloadPriorityClass
-from gpuq.backends.kubernetes.wire import GPU_RESOURCE, Condition, Node, Pod, PriorityClass
+from gpuq.backends.kubernetes.wire import GPU_RESOURCE, Condition, Node, Pod, PriorityClass, quantity_int
 from gpuq.errors import BadInput
 from gpuq.model import (
     ACTIVE_STATES,
@@ -37,6 +37,7 @@ from gpuq.model import (
     NodeState,
     PreemptionEvent,
     Queue,
+    QueueAdmission,
     QueuePolicy,
     QueueQuota,
     time_in_range,
@@ -52,6 +53,7 @@ __all__ = [
     "PREEMPTION_REASONS",
     "SYSTEM_PRIORITY_MIN",
     "USER_ANNOTATION",
+    "admission_reservations",
     "admitted_owners",
     "cluster_queue",
     "gpu_flavor",
@@ -382,6 +384,56 @@ def admitted_owners(workloads: Iterable[Workload]) -> dict[str, Workload]:
         namespace = workload.metadata.namespace
         out[f"{namespace}/{owner.name}" if owner.kind == "Pod" else f"{owner.kind}/{namespace}/{owner.name}"] = workload
     return out
+
+
+def admission_reservations(workloads: Iterable[Workload]) -> tuple[dict[str, list[QueueAdmission]], list[str]]:
+    """Per ClusterQueue, the GPUs each workload it admitted reserves per flavor, as Kueue counts
+    its usage (``status.admission.podSetAssignments[].resourceUsage``, whether its pods run yet
+    or not), keyed like `admitted_owners`; and, in words, the admissions that could not be read
+    (no GPU usage for a workload that asks GPUs, a bad quantity): those count by their pods."""
+    out: dict[str, list[QueueAdmission]] = {}
+    problems: list[str] = []
+    for workload in workloads:
+        admission = workload.status.admission
+        if admission is None or not admission.cluster_queue or not workload.is_true("QuotaReserved") or \
+                workload.is_true("Finished"):  # fmt: skip
+            continue
+        meta = workload.metadata
+        where = f"Workload {visible(meta.key)}: status.admission"
+        owner = meta.controller
+        if owner is None:
+            key = f"Workload/{meta.key}"
+        elif owner.kind == "Pod":
+            key = f"{meta.namespace}/{owner.name}"
+        else:
+            key = f"{owner.kind}/{meta.namespace}/{owner.name}"
+        gpus: dict[str, int] = {}
+        try:
+            for assignment in admission.pod_set_assignments:
+                raw = assignment.resource_usage.get(GPU_RESOURCE)
+                if raw is None:
+                    continue
+                flavor = assignment.flavors.get(GPU_RESOURCE)
+                if not flavor:
+                    raise BadInput(f"{where} reserves nvidia.com/gpu in no flavor")
+                used = quantity_int(raw, f"{where} nvidia.com/gpu of pod set {visible(assignment.name)}")
+                gpus[flavor] = min(gpus.get(flavor, 0) + used, MAX_JOB_GPUS)
+            if not gpus and workload.gpus() > 0:
+                raise BadInput(f"{where} reserves no nvidia.com/gpu, though the workload asks for GPUs")
+        except BadInput as exc:
+            problems.append(f"{exc}: its usage counted as its running pods' GPUs")
+            continue
+        if not gpus:
+            continue  # (a workload without GPUs: nothing of the GPU quota)
+        reserved = workload.condition("QuotaReserved")
+        out.setdefault(admission.cluster_queue, []).append(QueueAdmission(
+            key, gpus, _priority(workload.spec.priority), meta.creation_timestamp,
+            reserved.last_transition_time if reserved else None))  # fmt: skip
+    return out, problems
+
+
+def _priority(value: int | None) -> int:
+    return 0 if value is None else max(-MAX_PRIORITY, min(MAX_PRIORITY, value))
 
 
 def gpu_flavor(admission: Admission | None) -> str | None:

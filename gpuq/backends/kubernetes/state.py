@@ -34,6 +34,7 @@ from gpuq.backends.kubernetes.client import KubeClient
 from gpuq.backends.kubernetes.convert import (
     KUEUE,
     NO_CLASS,
+    admission_reservations,
     admitted_owners,
     cluster_queue,
     gpu_flavor,
@@ -49,7 +50,7 @@ from gpuq.backends.kubernetes.convert import (
 from gpuq.backends.kubernetes.listwatch import DEFAULT_PAGE, Informer, ResourceSpec, Store
 from gpuq.backends.kubernetes.selector import parse_selector
 from gpuq.errors import NotFound, PermissionDenied
-from gpuq.model import Job, JobClass, PreemptionEvent, Queue, Snapshot, Unread
+from gpuq.model import Job, JobClass, PreemptionEvent, Queue, QueueAdmission, Snapshot, Unread
 from gpuq.model import Node as ModelNode
 from gpuq.model.placement import mark_conflicts
 
@@ -429,10 +430,18 @@ class ClusterState:
         local: dict[str, list[str]] = {}
         for key, lq in self.store("localqueues").items.items():
             local.setdefault(lq.spec.cluster_queue, []).append(key)
+        reserved: dict[str, list[QueueAdmission]] = {}
+        if "workloads" in self.informers:
+            reserved, unread_admissions = admission_reservations(self.store("workloads").items.values())
+            problems.extend(unread_admissions)
         for cq in self.store("clusterqueues").items.values():
             queue, unread = cluster_queue(cq)
             found = local.get(queue.name)
-            queues.append(replace(queue, local_queues=tuple(sorted(found))) if found else queue)
+            if found:
+                queue = replace(queue, local_queues=tuple(sorted(found)))
+            if (admitted := reserved.get(queue.name)) is not None:
+                queue = replace(queue, admitted=tuple(sorted(admitted, key=lambda a: a.workload)))
+            queues.append(queue)
             problems.extend(unread)
         return tuple(sorted(queues, key=lambda q: q.name)), tuple(problems)
 
