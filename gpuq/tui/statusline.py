@@ -66,7 +66,7 @@ def unread_banner(console: GpuqConsole) -> str | None:
     """What the clusters in scope were read without (`Snapshot.unread`), in the sentence the CLI's
     `note:` lines say (`gpuq.views.unread`): every view's figures stand on it, so one line above
     them all. None when nothing is missing."""
-    parts = []
+    parts: list[str] = []
     for i, snapshot in enumerate(console.snapshots):
         if snapshot is None or console.scope not in (-1, i):
             continue
