@@ -4,8 +4,9 @@
 preemptions, preemptions_24h}, "class": {"name", "priority", "preemptible", "target_p95_s",
 "max_wait_s", "may_preempt" (the classes it may preempt, only where the cluster says)},
 "explanation": [sentences], "protection": {"reason", "detail"} | null,
-"gpu_seconds_lost_if_preempted": x | null}`. `protection` is what would stop even an urgent job
-from preempting this one (running jobs only).
+"gpu_seconds_lost_if_preempted": x | null, "unread": [{"resource", "reason", "effect", "note"}]}`.
+`protection` is what would stop even an urgent job from preempting this one (running jobs only);
+`unread` what the backend could not read (`[]`: nothing), said in `note:` lines under the table.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import Any
 import click
 
 from gpuq.cli.options import App, global_options, job_argument, pass_app
-from gpuq.cli.render import emit_csv, emit_json, print_table, say
+from gpuq.cli.render import emit_csv, emit_json, print_table, say, say_unread
 from gpuq.model import QUEUED_STATES
 from gpuq.model.codec import job_document
 from gpuq.timefmt import format_time
 from gpuq.views.columns import JOB
 from gpuq.views.job import JobView, job_view
 from gpuq.views.jobcells import job_fields
+from gpuq.views.unread import unread_document
 
 __all__ = ["job"]
 
@@ -62,6 +64,7 @@ def job(app: App, job_id: str) -> None:
                 "protection": None if view.protection is None
                 else {"reason": view.protection[0].value, "detail": view.protection[1]},
                 "gpu_seconds_lost_if_preempted": view.gpu_seconds_lost_if_preempted,
+                "unread": unread_document(snapshot),
             }
         )
         return
@@ -74,3 +77,4 @@ def job(app: App, job_id: str) -> None:
     say(app, ("why pending" if view.job.is_pending else "status", "bold"))
     for line in view.explanation:
         say(app, f"  - {line}")
+    say_unread(app, snapshot)

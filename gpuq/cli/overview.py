@@ -7,7 +7,9 @@ what each would preempt, and the latest preemptions.
 "jobs": {"<state>": count}, "sla": {"<class>": {"p95_incl_pending_s", "target_p95_s", "breach"}},
 "top_pending": [{"id", "gpus", "class", "effective_priority", "wait_s", "fits_now",
 "would_preempt", "victims"}], "recent_preemptions": [{"time", "victim", "preemptor", "gpus",
-"gpu_seconds_lost", "mode", "reason"}]}`. `-o csv` has every section in one table, a `section`
+"gpu_seconds_lost", "mode", "reason"}], "unread": [{"resource", "reason", "effect", "note"}]}`
+(`unread`: what the backend could not read, `[]` when nothing; the table says it in `note:`
+lines under its first line, the capacity they qualify). `-o csv` has every section in one table, a `section`
 column first (`CSV_HEADER`, README "CSV output").
 """
 
@@ -21,18 +23,20 @@ import click
 from gpuq.cli.csvsections import keyed_rows, section_rows
 from gpuq.cli.options import App, global_options, pass_app, watchable
 from gpuq.cli.preemptions import event_document
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say, say_unread
 from gpuq.cli.sla import VERDICT_STYLES, VERDICTS
+from gpuq.model import Snapshot
 from gpuq.timefmt import format_time
 from gpuq.views.changes import format_priority
 from gpuq.views.columns import OVERVIEW_EVENTS, OVERVIEW_SLA, OVERVIEW_TOP
 from gpuq.views.overview import OverviewView, TopPending, overview_view
 from gpuq.views.sla import verdict
+from gpuq.views.unread import unread_document
 
 __all__ = ["overview", "overview_document"]
 
 
-def overview_document(view: OverviewView) -> dict[str, Any]:
+def overview_document(view: OverviewView, snapshot: Snapshot | None = None) -> dict[str, Any]:
     """The overview as the JSON document (tables render the same view)."""
     cap = view.capacity
     return {
@@ -53,6 +57,7 @@ def overview_document(view: OverviewView) -> dict[str, Any]:
             for t in view.top_pending
         ],
         "recent_preemptions": [event_document(e) for e in view.recent_preemptions],
+        "unread": [] if snapshot is None else unread_document(snapshot),
     }
 
 
@@ -92,9 +97,10 @@ def _next(row: TopPending) -> str:
 @pass_app
 def overview(app: App, top: int) -> None:
     """Capacity, SLA per class, the most urgent pending jobs and the latest preemptions."""
-    view = overview_view(app.cluster, app.snapshot(), top=top)
+    snapshot = app.snapshot()
+    view = overview_view(app.cluster, snapshot, top=top)
     if app.output == "json":
-        emit_json(overview_document(view))
+        emit_json(overview_document(view, snapshot))
         return
     if app.output == "csv":
         emit_csv(CSV_HEADER, overview_csv_rows(overview_document(view)))
@@ -104,6 +110,7 @@ def overview(app: App, top: int) -> None:
     say(app, (view.cluster, "bold"), f" ({view.backend}) at {fmt_time(view.taken_at)}: "
         f"{cap.busy}/{cap.total} GPUs busy ({100 * cap.busy_share:.0f}%), {cap.free} free, "
         f"{cap.unavailable} down or draining; jobs: {jobs or 'none'}")  # fmt: skip
+    say_unread(app, snapshot)
     say(app, "")
     sla = [(name, str(s.pending), fmt_duration(s.p95_incl_pending_s), fmt_duration(s.target_p95_s),
             VERDICTS[verdict(s)]) for name, s in view.sla.items()]  # fmt: skip

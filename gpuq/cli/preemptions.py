@@ -2,7 +2,9 @@
 
 `-o json` → `{"cluster", "taken_at", "jobs": [{"id", "name", "user", "tenant", "class", "state",
 "preemptions", "preemptions_24h", "last_preempted"}], "events": [{"time", "victim", "preemptor",
-"gpus", "gpu_seconds_lost", "mode", "reason"}]}`. Events come from the snapshot's
+"gpus", "gpu_seconds_lost", "mode", "reason"}], "unread": [{"resource", "reason", "effect",
+"note"}]}` (`unread`: what the backend could not read, `[]` when nothing; the table says it in
+`note:` lines at its end). Events come from the snapshot's
 `preemption_events`; when a backend records only per-job times, they are derived from those
 (preemptor, loss and mode then null). `-o csv` has both sections in one table, a `section`
 column first (`CSV_HEADER`, README "CSV output").
@@ -17,10 +19,12 @@ import click
 
 from gpuq.cli.csvsections import keyed_rows, section_rows
 from gpuq.cli.options import App, global_options, pass_app, watchable
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say, warn
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say, say_unread, warn
+from gpuq.model import Snapshot
 from gpuq.timefmt import format_time
 from gpuq.views.columns import PREEMPTION_EVENTS, PREEMPTION_JOBS
 from gpuq.views.preemptions import LedgerEvent, LedgerView, ledger_thrash, ledger_view
+from gpuq.views.unread import unread_document
 
 __all__ = ["event_document", "preemptions"]
 
@@ -30,7 +34,7 @@ def event_document(e: LedgerEvent) -> dict[str, Any]:
             "gpu_seconds_lost": e.gpu_seconds_lost, "mode": e.mode, "reason": e.reason}  # fmt: skip
 
 
-def ledger_document(view: LedgerView) -> dict[str, Any]:
+def ledger_document(view: LedgerView, snapshot: Snapshot | None = None) -> dict[str, Any]:
     """The `-o json` document (the CSV has the same sections)."""
     return {
         "cluster": view.cluster,
@@ -44,6 +48,7 @@ def ledger_document(view: LedgerView) -> dict[str, Any]:
             for r in view.jobs
         ],
         "events": [event_document(e) for e in view.events],
+        "unread": [] if snapshot is None else unread_document(snapshot),
     }
 
 
@@ -68,7 +73,7 @@ def preemptions(app: App, limit: int) -> None:
     if thrash.flagged:
         warn(f"{snapshot.cluster}: {thrash.summary()}")
     if app.output == "json":
-        emit_json(ledger_document(view))
+        emit_json(ledger_document(view, snapshot))
         return
     if app.output == "csv":
         doc = ledger_document(view)
@@ -90,3 +95,4 @@ def preemptions(app: App, limit: int) -> None:
                        "-" if lost is None else f"{lost / 3600:.2f}", e.mode or "-", e.reason or ""))  # fmt: skip
     say(app, "")
     print_table(app, PREEMPTION_EVENTS, events, title=f"last {len(view.events)} preemption events")
+    say_unread(app, snapshot)

@@ -5,7 +5,9 @@
 "chosen", "detail"}], "spared": [{"id", "reason", "detail"}], "freed_gpus", "total_cost",
 "blocked", "notes"}` plus `"native": {"would_preempt", "nodes", "victims": [{"id", "nodes", "gpus",
 "priority", "reason", …}], "notes"}` when the backend can predict its own scheduler (with
-`"scheduler": "Kueue"` where Kueue decides: a workload waiting in a ClusterQueue). Exit 0
+`"scheduler": "Kueue"` where Kueue decides: a workload waiting in a ClusterQueue), and `"unread":
+[{"resource", "reason", "effect", "note"}]` (what the backend could not read, `[]` when nothing;
+the table says it in `note:` lines at its end). Exit 0
 whether or not it would preempt; 1 only when the request can never be met.
 """
 
@@ -14,7 +16,8 @@ from __future__ import annotations
 import click
 
 from gpuq.cli.options import App, complete_class, complete_tenant, global_options, job_argument, pass_app
-from gpuq.cli.render import emit_csv, emit_json, print_table, say, warn
+from gpuq.cli.render import emit_csv, emit_json, print_table, say, say_unread, warn
+from gpuq.model import Snapshot
 from gpuq.textsafe import visible
 from gpuq.views.columns import PREVIEW_SPARED, PREVIEW_VICTIMS
 from gpuq.views.preview import (
@@ -26,18 +29,20 @@ from gpuq.views.preview import (
     verdict,
     victim_rows,
 )
+from gpuq.views.unread import unread_document
 
 __all__ = ["preview", "show_preview"]
 
 _VERDICT_STYLES = {"never": "bold red", "fits": "green", "preempts": "yellow", "blocked": "yellow"}
 
 
-def show_preview(app: App, view: PreviewView, *, heading: str | None = None) -> None:
-    """Render a preview in the chosen format (shared with `gpuq bump`)."""
+def show_preview(app: App, view: PreviewView, *, heading: str | None = None, snapshot: Snapshot | None = None) -> None:
+    """Render a preview in the chosen format (shared with `gpuq bump`); `snapshot`, where given,
+    is the one it was planned on, for what it lacks (`unread`)."""
     result = view.preview
     plan = result.plan
     if app.output == "json":
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "unread": [] if snapshot is None else unread_document(snapshot)})
         return
     if app.output == "csv":
         emit_csv(
@@ -75,6 +80,8 @@ def show_preview(app: App, view: PreviewView, *, heading: str | None = None) -> 
             say(app, f"  {note}")
         if view.differs:
             say(app, f"  where they differ: {view.differs}")
+    if snapshot is not None:
+        say_unread(app, snapshot)
 
 
 @click.command("preview")
@@ -133,7 +140,7 @@ def preview(
         request = cluster.what_if_request(snapshot, gpus=gpus, priority=priority, job_class=job_class, tenant=tenant,
                                           urgent=urgent, hints=hints)  # fmt: skip
     view = from_preview(cluster.preview(request, snapshot))
-    show_preview(app, view)
+    show_preview(app, view, snapshot=snapshot)
     if not view.preview.plan.feasible:
         if app.output != "table":
             blocked = view.preview.plan.blocked or "the cluster cannot place this request"

@@ -1,7 +1,9 @@
 """`gpuq queue`: the jobs, filtered and sorted, with waits and effective priorities.
 
-`-o json` → `{"cluster", "taken_at", "jobs": [...]}`: each job is its `gpuq.snapshot/v1` object
-plus `wait_s`, `effective_priority`, `preemptions` and `preemptions_24h` (a stable interface).
+`-o json` → `{"cluster", "taken_at", "unread", "jobs": [...]}`: each job is its `gpuq.snapshot/v1`
+object plus `wait_s`, `effective_priority`, `preemptions` and `preemptions_24h` (a stable
+interface); `unread` what the backend could not read (`gpuq.views.unread`; `[]`: nothing), which
+the table says in a `note:` line.
 `--group` groups a table's pods by owner (`gpuq.views.groups`); JSON carries each job's `owner`.
 """
 
@@ -23,13 +25,14 @@ from gpuq.cli.options import (
     pass_app,
     watchable,
 )
-from gpuq.cli.render import emit_csv, emit_json_bytes, fmt_duration, fmt_time, print_table
-from gpuq.model import Job
+from gpuq.cli.render import emit_csv, emit_json_bytes, fmt_duration, fmt_time, print_table, say_unread
+from gpuq.model import Job, Snapshot
 from gpuq.timefmt import format_time, round_ms
 from gpuq.views.changes import format_priority
 from gpuq.views.columns import QUEUE
 from gpuq.views.groups import GroupRow, group_rows
 from gpuq.views.queue import SORT_KEYS, QueueFilter, QueueRow, QueueView, parse_sort, parse_states, queue_view
+from gpuq.views.unread import unread_document
 
 __all__ = ["TABLE_LIMIT", "queue"]
 
@@ -46,13 +49,14 @@ class _Extras(msgspec.Struct, gc=False):
     preemptions_24h: int
 
 
-def queue_json(view: QueueView) -> bytearray:
+def queue_json(view: QueueView, snapshot: Snapshot | None = None) -> bytearray:
     """The JSON document, each job's object encoded by msgspec and its extras spliced in: the
     job's closing brace becomes a comma and the extras' object follows without its own opening
     one (no dict per job: 200,000 of them cost more than the rest of the command). Handed over as
     the buffer it was built in: a copy into `bytes` is as large as the document."""
     enc = msgspec.json.Encoder()
-    head = enc.encode({"cluster": view.cluster, "taken_at": view.taken_at})
+    unread = [] if snapshot is None else unread_document(snapshot)
+    head = enc.encode({"cluster": view.cluster, "taken_at": view.taken_at, "unread": unread})
     out = bytearray(head[:-1] + b',"jobs":[')
     encode_into = enc.encode_into
     for row in view.rows:
@@ -126,7 +130,7 @@ def _group_cells(group: GroupRow) -> tuple[str | tuple[str, ...], ...]:
     )  # fmt: skip
 
 
-def _table(app: App, view: QueueView, group: bool = False) -> None:
+def _table(app: App, view: QueueView, snapshot: Snapshot, group: bool = False) -> None:
     rows, total = view.rows, view.total
     shown = f"{total} jobs" if len(rows) == total else f"first {len(rows)} of {total} jobs (--limit 0 for all)"
     now = view.now
@@ -143,6 +147,7 @@ def _table(app: App, view: QueueView, group: bool = False) -> None:
         cells = [_cells(row, now) for row in rows]
     print_table(app, QUEUE, cells, title=f"{view.cluster} at {fmt_time(view.taken_at)}: {shown}",
                 styles=_STATE_STYLES)  # fmt: skip
+    say_unread(app, snapshot)
 
 
 @click.command("queue")
@@ -207,8 +212,8 @@ def queue(
     view = queue_view(app.cluster, snapshot, wanted, limit=limit)
     app.keep(view)
     if app.output == "json":
-        emit_json_bytes(queue_json(view))
+        emit_json_bytes(queue_json(view, snapshot))
     elif app.output == "csv":
         emit_csv(_CSV_HEADER, (_csv_row(r) for r in view.rows))
     else:
-        _table(app, view, group)
+        _table(app, view, snapshot, group)

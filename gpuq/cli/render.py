@@ -97,11 +97,16 @@ def say(app: App, *parts: str | tuple[str, str | None]) -> None:
 
 def say_unread(app: App, snapshot: Snapshot) -> None:
     """Under a table: a ``note:`` line per kind of data the snapshot lacks (`Snapshot.unread`),
-    so numbers built without it are not read as whole."""
+    so numbers built without it are not read as whole. Every read command's table says it here
+    (and its JSON in ``unread``, `gpuq.views.unread.unread_document`). Under `--no-headers` the
+    lines go to stderr as warnings: the rows stay rows for awk, and the gap is still said."""
     from gpuq.views.unread import unread_notes
 
     for note in unread_notes(snapshot):
-        say(app, ("note: ", "bold"), note)
+        if app.no_headers:
+            warn(f"note: {note}")
+        else:
+            say(app, ("note: ", "bold"), note)
 
 
 def fmt_time(moment: datetime | float | None) -> str:

@@ -1,8 +1,9 @@
 """`gpuq sla`: queue-wait percentiles per class and overall, with breach flags.
 
 `-o json` → `{"since", "overall": {...}, "classes": {"<name>": {"count", "pending", "p50_s",
-"p95_s", "p99_s", "max_s", "p95_incl_pending_s", "target_p95_s", "breach"}}}`; without `--since`
-it covers every job in the snapshot.
+"p95_s", "p99_s", "max_s", "p95_incl_pending_s", "target_p95_s", "breach"}}, "unread": [{"resource",
+"reason", "effect", "note"}]}`; without `--since` it covers every job in the snapshot; `unread`
+is what the backend could not read (`[]`: nothing), said in the table's `note:` lines.
 
 `gpuq sla --trace TRACE [--preset P | --columns …]`: the waits a recorded trace really had
 (start − submit), per class and overall, of its GPU jobs (as `replay` counts them; those left
@@ -19,11 +20,12 @@ from typing import Any
 import click
 
 from gpuq.cli.options import App, global_options, pass_app, watchable
-from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table
+from gpuq.cli.render import emit_csv, emit_json, fmt_duration, fmt_time, print_table, say_unread
 from gpuq.cli.traceopts import trace_args, trace_options
 from gpuq.timefmt import parse_duration
 from gpuq.views.columns import SLA
 from gpuq.views.sla import sla_view
+from gpuq.views.unread import unread_document
 
 __all__ = ["VERDICTS", "VERDICT_STYLES", "sla"]
 
@@ -72,9 +74,10 @@ def sla(app: App, since: float | None, trace: str | None = None, **options: Any)
         return
     if any(options.get(k) is not None for k in ("preset", "columns", "class_from")):
         raise click.UsageError("--preset, --columns and --class-from go with --trace")
-    view = sla_view(app.cluster, app.snapshot(), since)
+    snapshot = app.snapshot()
+    view = sla_view(app.cluster, snapshot, since)
     if app.output == "json":
-        emit_json(view.report.to_dict())
+        emit_json({**view.report.to_dict(), "unread": unread_document(snapshot)})
         return
     if app.output == "csv":
         emit_csv(("class", *_FIELDS), ([r.name, *(getattr(r.stats, f) for f in _FIELDS)] for r in view.rows))
@@ -88,6 +91,7 @@ def sla(app: App, since: float | None, trace: str | None = None, **options: Any)
                      VERDICTS[row.verdict]))  # fmt: skip
     print_table(app, SLA, rows, title=f"{view.cluster} at {fmt_time(view.taken_at)}: queue waits, {window}",
                 styles=VERDICT_STYLES)  # fmt: skip
+    say_unread(app, snapshot)
 
 
 _TRACE_FIELDS = ("count", "never_started", "mean_s", "p50_s", "p95_s", "p99_s", "max_s", "p95_incl_pending_s",

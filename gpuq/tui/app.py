@@ -41,7 +41,7 @@ from gpuq.tui.panes.base import ClusterItem, Pane, PaneContext, Selection
 from gpuq.tui.refresh import RefreshState
 from gpuq.tui.replay_controls import ReplayControls
 from gpuq.tui.replaying import ReplayClock, scrubber_line
-from gpuq.tui.statusline import stale_banner, status_line
+from gpuq.tui.statusline import stale_banner, status_line, unread_banner
 from gpuq.tui.themes import THEME_FALLBACKS
 from gpuq.tui.widgets.bar import Bar
 from gpuq.tui.widgets.footer import ConsoleFooter
@@ -152,6 +152,7 @@ class GpuqConsole(ReplayControls, App[None]):
     def compose(self) -> ComposeResult:
         yield Bar(id="status")
         yield Bar(id="banner")
+        yield Bar(id="unread")
         with ContentSwitcher(initial=f"pane-{self.view_id}", id="panes"):
             # (the other views mount on first use, `_switch`: composing and styling all eight held
             # up the first frame of a large cluster by ~0.4 s)
@@ -366,11 +367,8 @@ class GpuqConsole(ReplayControls, App[None]):
         if self.replay_clock is not None:
             width = self.size.width or 80
             self.query_one("#scrubber", Bar).show(scrubber_line(self.replay_clock, width))
-        banner = self.query_one("#banner", Bar)
-        stale = stale_banner(self, self.clock())
-        if stale is not None:
-            banner.show(stale)
-        banner.display = stale is not None
+        self.query_one("#banner", Bar).show_or_hide(stale_banner(self, self.clock()))
+        self.query_one("#unread", Bar).show_or_hide(unread_banner(self))
 
     def _paint_empty(self, why: str | None = "") -> None:
         """The pane's place when there is nothing to show yet: why, never a traceback."""

@@ -1,6 +1,6 @@
 """The console's status line and its stale-data banner, as text (what `GpuqConsole._paint_status`
 shows): which clusters, the view, the cluster's time, the modes, the filter and the pane's own
-status; and which reads are failing since when."""
+status; which reads are failing since when; and what the data shown was built without."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 
 from gpuq.textsafe import visible
 from gpuq.timefmt import format_duration, format_time
+from gpuq.views.unread import unread_notes
 
 if TYPE_CHECKING:
     from gpuq.tui.app import GpuqConsole
 
-__all__ = ["hidden_columns", "stale_banner", "status_line"]
+__all__ = ["hidden_columns", "stale_banner", "status_line", "unread_banner"]
 
 
 def hidden_columns(hidden: Collection[str]) -> str:
@@ -59,3 +60,16 @@ def stale_banner(console: GpuqConsole, now: float) -> str | None:
         parts.append(f"{visible(console.clusters[i].label)}: {what}: {visible(state.error or '')} "
                      f"(retrying in {format_duration(state.retry_in(now))})")  # fmt: skip
     return " · ".join(parts) or None
+
+
+def unread_banner(console: GpuqConsole) -> str | None:
+    """What the clusters in scope were read without (`Snapshot.unread`), in the sentence the CLI's
+    `note:` lines say (`gpuq.views.unread`): every view's figures stand on it, so one line above
+    them all. None when nothing is missing."""
+    parts: list[str] = []
+    for i, snapshot in enumerate(console.snapshots):
+        if snapshot is None or console.scope not in (-1, i):
+            continue
+        label = f"{visible(console.clusters[i].label)}: " if len(console.clusters) > 1 else ""
+        parts.extend(f"{label}{visible(note)}" for note in unread_notes(snapshot))
+    return "note: " + " · ".join(parts) if parts else None

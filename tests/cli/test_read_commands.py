@@ -29,7 +29,7 @@ def _json(result: Result) -> dict[str, Any]:
 class TestQueue:
     def test_json_document(self, gpuq: Run, small: str) -> None:
         doc = _json(gpuq("--snapshot", small, "queue", "-o", "json"))
-        assert set(doc) == {"cluster", "taken_at", "jobs"}
+        assert set(doc) == {"cluster", "taken_at", "unread", "jobs"}
         assert doc["cluster"] == "lab"
         assert doc["taken_at"] == "2026-11-29T18:00:00Z"
         ids = [j["id"] for j in doc["jobs"]]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from gpuq.model.codec import decode_snapshot, encode_snapshot
 from tests.k8s.conftest import Gpuq, Target
 from tests.k8s.double import ApiDouble
@@ -64,3 +66,53 @@ def test_kueue_workloads_forbidden_are_said(tmp_path: Path, gpuq: Gpuq, xdg: dic
     (unread,) = doc["unread"]
     assert unread["resource"] == "workloads.kueue.x-k8s.io" and unread["reason"] == "forbidden"
     assert "jobs Kueue holds back are not shown" in unread["note"]
+
+
+#: every read command but `gpus`, with the arguments it needs on the recorded cluster
+READ_COMMANDS = [
+    ("queue",),
+    ("overview",),
+    ("preview", "--gpus", "1", "--priority", "500"),
+    ("sla",),
+    ("job", "ml-team-a/urgent-pod"),
+    ("preemptions",),
+]
+
+
+def _forbid_nodes(target: Target) -> None:
+    assert target.double is not None
+    target.double.reply("GET", "/api/v1/nodes", "35-forbidden-403-nodes.json", times=8)  # (a refresh lists again)
+
+
+@pytest.mark.parametrize("args", READ_COMMANDS, ids=lambda a: a[0])
+def test_every_read_table_says_nodes_are_missing(
+    args: tuple[str, ...], gpuq: Gpuq, xdg: dict[str, Path], target: Target
+) -> None:
+    _config(xdg, target.kubeconfig)
+    _forbid_nodes(target)
+    table = gpuq("--backend", "kubernetes", *args)
+    assert table.exit_code == 0, table.output
+    notes = [line for line in table.stdout.splitlines() if line.startswith("note: nodes:")]
+    assert len(notes) == 1 and notes[0].startswith("note: " + NODES_NOTE), table.stdout
+
+
+@pytest.mark.parametrize("args", READ_COMMANDS, ids=lambda a: a[0])
+def test_every_read_json_carries_unread(
+    args: tuple[str, ...], gpuq: Gpuq, xdg: dict[str, Path], target: Target
+) -> None:
+    _config(xdg, target.kubeconfig)
+    whole = json.loads(gpuq("--backend", "kubernetes", *args, "-o", "json").stdout)
+    assert whole["unread"] == []
+    _forbid_nodes(target)
+    doc = json.loads(gpuq("--backend", "kubernetes", *args, "-o", "json").stdout)
+    assert [(u["resource"], u["reason"]) for u in doc["unread"]] == [("nodes", "forbidden")]
+    assert doc["unread"][0]["note"].startswith(NODES_NOTE)
+
+
+def test_no_headers_keeps_rows_and_says_the_gap_on_stderr(gpuq: Gpuq, xdg: dict[str, Path], target: Target) -> None:
+    _config(xdg, target.kubeconfig)
+    _forbid_nodes(target)
+    table = gpuq("--backend", "kubernetes", "queue", "--no-headers")
+    assert table.exit_code == 0, table.output
+    assert "note:" not in table.stdout
+    assert "gpuq: warning: note: " + NODES_NOTE in table.stderr

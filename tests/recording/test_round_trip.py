@@ -140,3 +140,26 @@ def test_a_writer_reopened_appends_and_starts_with_a_keyframe(tmp_path: Path) ->
     recording = Recording.open(tmp_path)
     assert recording.keyframes("prod") == [0, 12]
     assert [encode_snapshot(recording.snapshot_at("prod", i)) for i in range(30)] == encodings(snapshots)
+
+
+def test_queues_and_unread_survive_keyframes_and_deltas(tmp_path: Path) -> None:
+    """A recording of a Kueue cluster viewed without every right keeps its queues and what the
+    backend could not read, in keyframes and in the deltas where they come, change and go."""
+    from dataclasses import replace
+
+    from gpuq.model import Queue, QueuePolicy, Unread
+
+    quiet = (Queue("cq-a", cohort="all"),)
+    strict = (Queue("cq-a", cohort="all", within_queue=QueuePolicy.LOWER_PRIORITY), Queue("cq-b", cohort="all"))
+    nodes = (Unread("nodes", "forbidden", "GPU totals from pods only"),)
+    both = (*nodes, Unread("workloads.kueue.x-k8s.io", "forbidden", "jobs Kueue holds back are not shown"))
+    plan = [(quiet, ())] * 3 + [(quiet, nodes)] * 4 + [(strict, both)] * 5 + [(strict, ())] * 4 + [((), nodes)] * 4
+    snapshots = [replace(s, queues=q, unread=u) for s, (q, u) in zip(story(len(plan)), plan, strict=True)]
+    record(tmp_path, snapshots, keyframe_every=7)
+    recording = Recording.open(tmp_path)
+    assert recording.keyframes("prod") == [0, 7, 14]  # (so the changes at 3, 12 and 16 come in deltas)
+    replayed = [recording.snapshot_at("prod", i) for i in range(len(plan))]
+    assert [(s.queues, s.unread) for s in replayed] == plan
+    assert [encode_snapshot(s) for s in replayed] == encodings(snapshots)
+    backwards = [recording.snapshot_at("prod", i) for i in reversed(range(len(plan)))]
+    assert [(s.queues, s.unread) for s in reversed(backwards)] == plan

@@ -5,8 +5,9 @@ uncompressed fixed-size header (`FRAME_HEADER`: magic, kind, taken_at in epoch s
 length, CRC-32 of the payload) and a zlib-compressed payload. A keyframe's payload is the
 snapshot itself, the very bytes `gpuq.model.codec.encode_snapshot` writes; a delta's is a `Delta`
 against the frame before: the jobs added or changed (as snapshot-format job objects), the ids
-removed, the new order when it is not the old one, nodes and classes only when they changed, the
-preemption events as a kept slice of the previous ones plus those before and after it.
+removed, the new order when it is not the old one, nodes, classes, queues and what the backend
+could not read (`unread`) only when they changed, the preemption events as a kept slice of the
+previous ones plus those before and after it.
 
 Pure: no files and no clock. `FrameEncoder` turns snapshots into payloads; `decode_keyframe`,
 `decode_delta` and `apply_delta` turn them back; `pack_frame` and `unpack_frame_header` frame them.
@@ -24,7 +25,7 @@ import msgspec
 from gpuq.errors import BadInput
 from gpuq.jsonsafe import decoded
 from gpuq.model import FORMAT as SNAPSHOT_FORMAT
-from gpuq.model import Job, JobClass, JobId, Node, PreemptionEvent, Snapshot, Timestamp
+from gpuq.model import Job, JobClass, JobId, Node, PreemptionEvent, Queue, Snapshot, Timestamp, Unread
 from gpuq.model.codec import decode_snapshot
 from gpuq.textsafe import visible
 
@@ -161,7 +162,8 @@ class Delta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     `order`: the new order of the jobs as runs ``start, length, start, length, ...`` over the
     base order (the previous jobs without those removed, then the added ones in `jobs` order);
     None: the base order. `events_kept`: the slice ``(start, length)`` of the previous events
-    kept, between `events_head` and `events_tail`; None: all of them.
+    kept, between `events_head` and `events_tail`; None: all of them. `queues`, `unread`: the
+    snapshot's, where they changed (None: as before; older recordings never have them).
     """
 
     taken_at: Timestamp
@@ -175,6 +177,8 @@ class Delta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     events_head: tuple[PreemptionEvent, ...] = ()
     events_kept: tuple[int, int] | None = None
     events_tail: tuple[PreemptionEvent, ...] = ()
+    queues: tuple[Queue, ...] | None = None
+    unread: tuple[Unread, ...] | None = None
 
 
 class _DeltaOut(msgspec.Struct, omit_defaults=True):
@@ -191,10 +195,13 @@ class _DeltaOut(msgspec.Struct, omit_defaults=True):
     events_head: msgspec.Raw | None = None
     events_kept: tuple[int, int] | None = None
     events_tail: msgspec.Raw | None = None
+    queues: msgspec.Raw | None = None
+    unread: msgspec.Raw | None = None
 
 
 class _KeyframeOut(msgspec.Struct):
-    """`gpuq.model.codec.SnapshotDocument` with its parts already encoded (same fields, same order)."""
+    """`gpuq.model.codec.SnapshotDocument` with its parts already encoded (same fields, same order;
+    `queues` and `unread` written only where the snapshot has them, as a snapshot file does)."""
 
     format: str
     cluster: str
@@ -204,10 +211,17 @@ class _KeyframeOut(msgspec.Struct):
     nodes: msgspec.Raw
     jobs: msgspec.Raw
     preemption_events: msgspec.Raw
+    queues: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    unread: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 def _array(parts: list[bytes]) -> msgspec.Raw:
     return msgspec.Raw(b"[" + b",".join(parts) + b"]")
+
+
+def _raw_or_unset(value: tuple[object, ...], data: bytes) -> msgspec.Raw | msgspec.UnsetType:
+    """An optional part of a keyframe: left out when empty, as `encode_snapshot` leaves it out."""
+    return msgspec.Raw(data) if value else msgspec.UNSET
 
 
 class FrameEncoder:
@@ -232,6 +246,8 @@ class FrameEncoder:
         self._event_bytes: list[bytes] = []
         self._nodes: tuple[tuple[Node, ...], bytes] | None = None
         self._classes: tuple[tuple[JobClass, ...], bytes] | None = None
+        self._queues: tuple[tuple[Queue, ...], bytes] | None = None
+        self._unread: tuple[tuple[Unread, ...], bytes] | None = None
         self._cluster = self._backend = ""
 
     def encode(self, snapshot: Snapshot) -> tuple[int, bytes]:
@@ -258,25 +274,29 @@ class FrameEncoder:
             all_bytes.append(data)
         nodes = self._part(snapshot.nodes, self._nodes)
         classes = self._part(snapshot.classes, self._classes)
+        queues = self._part(snapshot.queues, self._queues)
+        unread = self._part(snapshot.unread, self._unread)
         events = snapshot.preemption_events
         event_bytes = self._event_bytes if events is self._events else [_ENCODE(e) for e in events]
         payload, kind = b"", KEYFRAME
         # (duplicate ids, which a sound snapshot never has, are kept as they are by a keyframe)
         if 0 <= self._since_key < self.keyframe_every - 1 and len(jobs) == len(ids) and len(prev) == len(self._order):
-            delta = self._delta(snapshot, jobs, ids, changed, added, nodes, classes, event_bytes)
+            delta = self._delta(snapshot, jobs, ids, changed, added, nodes, classes, event_bytes, queues, unread)
             # The keyframe's length without its few fixed fields: it is built only when written.
             at_least = (sum(map(len, all_bytes)) + len(all_bytes) + sum(map(len, event_bytes)) + len(event_bytes)
-                        + len(nodes[1]) + len(classes[1]))  # fmt: skip
+                        + len(nodes[1]) + len(classes[1]) + len(queues[1]) + len(unread[1]))  # fmt: skip
             if len(delta) < at_least:
                 payload, kind = delta, DELTA
         if kind == KEYFRAME:
             payload = _ENCODE(_KeyframeOut(SNAPSHOT_FORMAT, snapshot.cluster, snapshot.backend, snapshot.taken_at,
                                            msgspec.Raw(classes[1]), msgspec.Raw(nodes[1]), _array(all_bytes),
-                                           _array(event_bytes)))  # fmt: skip
+                                           _array(event_bytes), _raw_or_unset(queues[0], queues[1]),
+                                           _raw_or_unset(unread[0], unread[1])))  # fmt: skip
         self._since_key = 0 if kind == KEYFRAME else self._since_key + 1
         self._jobs, self._order = jobs, ids
         self._events, self._event_bytes = events, event_bytes
         self._nodes, self._classes = nodes, classes
+        self._queues, self._unread = queues, unread
         self._cluster, self._backend = snapshot.cluster, snapshot.backend
         return kind, payload
 
@@ -289,7 +309,8 @@ class FrameEncoder:
     def _delta(
         self, snapshot: Snapshot, jobs: dict[str, tuple[Job, bytes]], ids: list[str], changed: list[bytes],
         added: list[str], nodes: tuple[tuple[Node, ...], bytes], classes: tuple[tuple[JobClass, ...], bytes],
-        event_bytes: list[bytes],
+        event_bytes: list[bytes], queues: tuple[tuple[Queue, ...], bytes],
+        unread: tuple[tuple[Unread, ...], bytes],
     ) -> bytes:  # fmt: skip
         out = _DeltaOut(snapshot.taken_at)
         if snapshot.cluster != self._cluster:
@@ -309,6 +330,11 @@ class FrameEncoder:
             out.nodes = msgspec.Raw(nodes[1])
         if classes[1] != self._classes[1]:
             out.classes = msgspec.Raw(classes[1])
+        assert self._queues is not None and self._unread is not None
+        if queues[1] != self._queues[1]:
+            out.queues = msgspec.Raw(queues[1])
+        if unread[1] != self._unread[1]:
+            out.unread = msgspec.Raw(unread[1])
         old_events = self._event_bytes
         if event_bytes != old_events:
             head, kept_slice, tail = _slice(old_events, event_bytes)
@@ -399,6 +425,8 @@ def apply_delta(prev: Snapshot, delta: Delta, source: str) -> Snapshot:
         prev.nodes if delta.nodes is None else delta.nodes,
         tuple(jobs),
         events,
+        prev.queues if delta.queues is None else delta.queues,
+        prev.unread if delta.unread is None else delta.unread,
     )
 
 

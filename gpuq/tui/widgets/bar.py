@@ -1,4 +1,4 @@
-"""A bar above or below the views (the status line, the stale-data banner, the scrubber)."""
+"""A bar above or below the views (the status line, the stale-data and unread banners, the scrubber)."""
 
 from __future__ import annotations
 
@@ -29,3 +29,9 @@ class Bar(Static):
         one_line = shown is not None and cell_len(shown) <= width and cell_len(line) <= width
         self.update(Text(line), layout=not one_line)
         self.line = line
+
+    def show_or_hide(self, line: str | None) -> None:
+        """A banner: `line` shown, or the bar hidden when there is none."""
+        if line is not None:
+            self.show(line)
+        self.display = line is not None
