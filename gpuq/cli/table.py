@@ -1,9 +1,10 @@
 """The one table renderer of the CLI: a table fitted to the terminal, as lines of text.
 
 Each table's columns are declared in `gpuq.views.columns` (kind and importance). Ids, numbers and
-words are never wrapped or cut: when the table is wider than the terminal, the least important
-columns are dropped first, free text wraps between words and lists between items, and a last
-line says which columns were hidden. `-o wide` shows every column at its full width.
+words are never cut: when the table is wider than the terminal, the least important columns are
+dropped first, free text wraps between words and lists between items, an id or word longer than
+64 cells folds over lines (whole), and a last line says which columns were hidden. `-o wide`
+shows every column at its full width.
 
 Every cell is plain text from a view; `visible` turns control characters into escapes, and
 nothing is ever read as markup, so a job named `[/]` or `\\x1b[2J` is shown as just that. Widths
@@ -49,6 +50,10 @@ _LONGEST_KEPT_WORD = 40
 #: a TEXT column is not made narrower than this (unless its widest cell is): narrower, a
 #: reason takes a line every word or two, and the column is better dropped (and named)
 _TEXT_MIN = 20
+#: an id or word longer than this folds over lines where the table is short of room, never cut
+#: (a 500-character id would otherwise push every other column past the terminal's edge);
+#: shorter ones (Slurm's, most Kubernetes pod names) are never folded
+_LONGEST_WHOLE_ID = 64
 
 _SGR = {
     "bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36",
@@ -166,6 +171,8 @@ def _prepare(column: Column, values: Iterable[Cell]) -> _Prepared:
         widths = [len(c) if c.isascii() else cell_width(c) for c in cells]
         natural = max([header, *widths])
         least = natural
+        if column.kind is Kind.ID or column.kind is Kind.PLAIN:
+            least = max(header, min(natural, _LONGEST_WHOLE_ID))
         if column.kind is Kind.TEXT:
             longest = max((cell_width(w) for c, n in zip(cells, widths, strict=True) if n > _TEXT_MIN
                            for w in c.split()), default=0)  # fmt: skip
@@ -275,13 +282,14 @@ def _column(p: _Prepared, width: int, by_value: Mapping[str, str] | None) -> tup
     if kind is not Kind.LIST:
         cells: list[str] = p.cells  # type: ignore[assignment]
         widths: list[int] = p.widths  # type: ignore[assignment]
-        if not by_value and kind is not Kind.TEXT:  # the usual case: one line each, plain
+        # the usual case: one line each, plain (a longer id folds below)
+        if not by_value and kind is not Kind.TEXT and max(widths, default=0) <= width:
             if right:
                 return [" " * (width - w) + c for c, w in zip(cells, widths, strict=True)], more
             return [c + " " * (width - w) for c, w in zip(cells, widths, strict=True)], more
         first = []
         for row, (text, w) in enumerate(zip(cells, widths, strict=True)):
-            if w <= width or kind is not Kind.TEXT:
+            if w <= width:
                 first.append(pad(text, w))
                 continue
             lines = _lines(p, row, width)

@@ -130,3 +130,15 @@ def test_a_word_longer_than_the_line_is_folded_not_lost(width: int) -> None:
     spans = wrap_spans(text, width)
     assert "".join(text[s:e] for s, e in spans) == text
     assert all(e - s <= width for s, e in spans)
+
+
+def test_an_id_longer_than_the_fold_folds_whole_and_keeps_the_other_columns() -> None:
+    """A 500-character id pushed every other column past the terminal's edge: it now folds over
+    lines (never cut) and the must-show columns stay beside it, within the width."""
+    long_id = "".join(str(i % 10) for i in range(500))
+    lines = render_table(SPEC, [(long_id, "x", "4", "1h", ""), *ROWS], width=80)
+    assert all(len(line) <= 80 for line in lines), [len(line) for line in lines]
+    assert lines[0].split()[0] == "ID" and "GPUS" in lines[0].split()
+    assert lines[1].split()[1:] == ["4", "1h"]  # (its numbers beside its first line)
+    end = next(k for k, line in enumerate(lines) if line.startswith("4821337_12"))
+    assert "".join(line.split()[0] for line in lines[1:end]) == long_id  # (whole, in order)
