@@ -434,3 +434,32 @@ def test_the_hidden_columns_note_counts_in_words() -> None:
     assert hidden_columns([]) == ""
     assert hidden_columns(["NAME"]) == " · 1 column hidden: a wider terminal shows them"
     assert hidden_columns(["NAME", "USER"]) == " · 2 columns hidden: a wider terminal shows them"
+
+
+async def test_a_very_long_id_is_cut_visibly_and_the_other_columns_stay(tmp_path: Path,
+                                                                        console: ConsoleFactory) -> None:  # fmt: skip
+    """A 500-character id (the model allows 512) hid every other column: its column is now at
+    most LONGEST_WHOLE_ID wide and the id ends in "…" there (the Job view shows it whole)."""
+    import dataclasses
+
+    import msgspec
+
+    from gpuq.model.codec import read_snapshot_file, write_snapshot
+    from gpuq.service import open_cluster
+    from gpuq.tui.widgets.fitting import LONGEST_WHOLE_ID
+
+    snapshot = read_snapshot_file(SMALL)
+    long_id = "9" * 500
+    jobs = (msgspec.structs.replace(snapshot.jobs[0], id=long_id), *snapshot.jobs[1:])
+    path = tmp_path / "long-id.json"
+    with path.open("wb") as stream:
+        write_snapshot(dataclasses.replace(snapshot, jobs=jobs), stream)
+    app = console([open_cluster(snapshot=str(path))])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        table = queue_table(app)
+        shown = lines(table)
+        assert all(len(line) <= 120 for line in shown)
+        assert "STATE" in shown[0] and "GPUS" in shown[0]
+        (row,) = [line for line in shown if line.startswith("9" * 10)]
+        assert row.startswith("9" * (LONGEST_WHOLE_ID - 1) + "…")

@@ -68,3 +68,17 @@ def test_a_list_is_cut_between_items() -> None:
     assert fit_items(["gpu-01", "gpu-02", "gpu-03"], 20, ",") == "gpu-01,gpu-02,gpu-03"
     assert fit_items(["gpu-01", "gpu-02", "gpu-03"], 16, ",") == "gpu-01,…+2"
     assert fit_items(["gpu-01", "gpu-02"], 3, ",") == "…+2"
+
+
+def test_an_id_longer_than_the_longest_whole_one_is_cut_visibly_and_its_column_capped() -> None:
+    """A 500-character id (the model allows 512) made its column 500 wide and pushed every other
+    column off the screen: its column is at most LONGEST_WHOLE_ID wide and the cell ends in "…"
+    (the Job view shows it whole); ids up to that length are never cut."""
+    from gpuq.tui.widgets.fitting import LONGEST_WHOLE_ID, whole_width
+
+    column = Column("ID", Kind.ID)
+    assert whole_width(column, 500) == LONGEST_WHOLE_ID and whole_width(column, 12) == 12
+    assert whole_width(Column("GPUS", Kind.NUMBER), 500) == 500
+    cut = fit_cell("9" * 500, LONGEST_WHOLE_ID, column)
+    assert cut == "9" * (LONGEST_WHOLE_ID - 1) + "…"
+    assert fit_cell("7" * LONGEST_WHOLE_ID, LONGEST_WHOLE_ID, column) == "7" * LONGEST_WHOLE_ID

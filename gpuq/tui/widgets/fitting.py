@@ -2,8 +2,10 @@
 
 The rule every console table follows (`ViewTable`, the preview's `FittedTable`): the columns are
 taken most important first (`Column.rank`; rank 0 always, wider than the screen if need be) while
-they fit; an id, a number or a word is never cut, its column is dropped instead; free text is cut
-at the end with "…", a list between items. Plain functions over widths: no Textual here.
+they fit; an id, a number or a word is never cut, its column is dropped instead, except an id or
+word longer than `LONGEST_WHOLE_ID`, which is cut with "…" (the Job view shows it whole: a
+500-character id would otherwise push every other column off the screen); free text is cut at the
+end with "…", a list between items. Plain functions over widths: no Textual here.
 """
 
 from __future__ import annotations
@@ -13,12 +15,22 @@ from collections.abc import Sequence
 from gpuq.textsafe import cell_width
 from gpuq.views.columns import Column, Kind
 
-__all__ = ["GAP", "TEXT_MIN", "choose_columns", "fit_cell", "fit_items"]
+__all__ = ["GAP", "LONGEST_WHOLE_ID", "TEXT_MIN", "choose_columns", "fit_cell", "fit_items", "whole_width"]
 
 #: cells between two columns
 GAP = 2
 #: free text is not made narrower than this; narrower, the column is dropped instead
 TEXT_MIN = 12
+#: an id or word column is at most this wide (the CLI folds a longer one: `gpuq.cli.table`)
+LONGEST_WHOLE_ID = 64
+
+
+def whole_width(column: Column, natural: int) -> int:
+    """The width a column takes for cells as wide as `natural`: all of it, but for an id or word
+    column no more than `LONGEST_WHOLE_ID` (or its name)."""
+    if column.kind is Kind.ID or column.kind is Kind.PLAIN:
+        return min(natural, max(LONGEST_WHOLE_ID, cell_width(column.name)))
+    return natural
 
 
 def choose_columns(ranks: Sequence[int], wants: Sequence[int], available: int) -> tuple[list[int], int]:
@@ -37,12 +49,13 @@ def choose_columns(ranks: Sequence[int], wants: Sequence[int], available: int) -
 
 def fit_cell(text: str, width: int, column: Column) -> str:
     """A cell at the column's width: padded; free text cut with "…", a list between items (an
-    id, a number or a word is never cut: its column was made wide enough, or dropped)."""
+    id, a number or a word is never cut: its column was made wide enough, or dropped; only an id
+    or word longer than `LONGEST_WHOLE_ID` is cut with "…", its column being at most that wide)."""
     w = cell_width(text)
     if w > width and column.kind is Kind.LIST:
         shown = fit_items(text.split(column.sep), width, column.sep)
         return shown + " " * max(0, width - cell_width(shown))
-    if w > width and column.kind is Kind.TEXT:
+    if w > width and (column.kind is Kind.TEXT or (column.kind is not Kind.NUMBER and w > LONGEST_WHOLE_ID)):
         out, used = [], 0
         for ch in text:
             cw = cell_width(ch)

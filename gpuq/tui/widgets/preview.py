@@ -22,7 +22,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gpuq.textsafe import cell_width, visible
-from gpuq.tui.widgets.fitting import TEXT_MIN, choose_columns
+from gpuq.tui.widgets.fitting import TEXT_MIN, choose_columns, whole_width
 from gpuq.views.columns import PREVIEW_NATIVE, PREVIEW_SPARED, PREVIEW_VICTIMS, Column, Kind, TableSpec
 from gpuq.views.preview import (
     PreviewView,
@@ -65,7 +65,7 @@ class FittedTable:
         for row in self.cells:
             for i, text in enumerate(row):
                 widths[i] = max(widths[i], cell_width(text))
-        return widths
+        return [whole_width(c, w) for c, w in zip(self.spec.columns, widths, strict=True)]
 
     def shown(self, width: int) -> list[int]:
         """The columns (indexes) that fit `width`: the least important dropped first."""
@@ -86,12 +86,14 @@ class FittedTable:
             yield Text(self.title, style=self.header)
         table = Table(box=None, show_header=self.spec.header, header_style=self.header, pad_edge=False,
                       padding=(0, 1), expand=False)  # fmt: skip
+        widths = self._widths()
         for i in shown:
             column = columns[i]
             fixed = column.kind in (Kind.ID, Kind.NUMBER, Kind.PLAIN)
+            # (an id past LONGEST_WHOLE_ID is cut with "…": `fitting`)
             table.add_column(Text(column.name), justify="right" if column.right else "left", no_wrap=fixed,
-                             overflow="fold", min_width=max(cell_width(r[i]) for r in self.cells) if fixed and
-                             self.cells else None)  # fmt: skip
+                             overflow="ellipsis" if fixed else "fold", min_width=widths[i] if fixed else None,
+                             max_width=widths[i] if fixed else None)  # fmt: skip
         for row in self.cells:
             table.add_row(*(Text(row[i]) for i in shown))
         yield table

@@ -34,7 +34,7 @@ from textual.style import Style as TextualStyle
 
 from gpuq.textsafe import cell_width, visible
 from gpuq.tui.keymap import bindings
-from gpuq.tui.widgets.fitting import GAP, TEXT_MIN, choose_columns, fit_cell
+from gpuq.tui.widgets.fitting import GAP, TEXT_MIN, choose_columns, fit_cell, whole_width
 from gpuq.tui.widgets.positions import find_near, thumb_start
 from gpuq.tui.widgets.tones import component_style
 from gpuq.views.columns import Column, Kind, TableSpec
@@ -247,7 +247,7 @@ class ViewTable(ScrollView, can_focus=True):
             need = widths.get(spec_column.name, cell_width(self._header_text(spec_column)))
             if i < len(by_column):
                 need = max(need, *map(cell_width, by_column[i]))
-            widths[spec_column.name] = need
+            widths[spec_column.name] = whole_width(spec_column, need)
         available = self.scrollable_content_region.width or self.size.width
         wants = [min(widths[c.name], TEXT_MIN) if c.flexible else widths[c.name] for c in spec.columns]
         chosen, used = choose_columns([c.rank for c in spec.columns], wants, available)
