@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import warnings
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import IO, Any, Literal, cast
 
 import msgspec
 
-from gpuq.errors import BadInput
+from gpuq.errors import BadInput, GpuqWarning
 from gpuq.files import refuse_special
 from gpuq.model import (
     ACTIVE_STATES,
@@ -43,6 +44,7 @@ from gpuq.model import (
     Unread,
 )
 from gpuq.model.placement import first_unmarked, placement_conflicts
+from gpuq.textsafe import visible
 
 __all__ = [
     "SnapshotDocument",
@@ -115,6 +117,7 @@ def decode_snapshot(data: bytes | str, source: str = "<input>") -> Snapshot:
                         doc.preemption_events, doc.queues or (), doc.unread or ())  # fmt: skip
     if not _sound(doc):  # (one quick pass; the exact checks below name what is wrong)
         _refuse(doc, snapshot, source)
+        _warn_odd(doc, source)
     return snapshot
 
 
@@ -129,9 +132,46 @@ def _refuse(doc: SnapshotDocument, snapshot: Snapshot, source: str) -> None:
         add(job.id)
     if (where := _time_out_of_range(doc)) is not None:
         raise BadInput(f"{source}: {where}: outside 1970-01-01T00:00:00Z .. 9999-12-31T23:59:59Z")
+    names: set[str] = set()
+    for i, cls in enumerate(doc.classes):
+        if cls.name in names:
+            raise BadInput(f"{source}: classes[{i}].name: duplicate class name {visible(cls.name)!r}")
+        names.add(cls.name)
+    for i, job in enumerate(doc.jobs):
+        if job.start_time is not None and job.state is JobState.PENDING:
+            raise BadInput(f"{source}: jobs[{i}].start_time: a pending job has not started (a job that waits "
+                           "again after a run is pending with no start; one suspended holds its GPUs)")  # fmt: skip
+        began = job.start_time if job.start_time is not None else job.submit_time
+        if job.end_time is not None and job.end_time < began:
+            what = "start_time" if job.start_time is not None else "submit_time"
+            raise BadInput(f"{source}: jobs[{i}].end_time: before its {what} "
+                           f"({job.end_time.isoformat()} < {began.isoformat()})")  # fmt: skip
     conflicts = placement_conflicts(snapshot)
     if conflicts and (first := first_unmarked(conflicts, snapshot)) is not None:
         raise BadInput(f"{source}: {first.message(snapshot)}")
+
+
+def _warn_odd(doc: SnapshotDocument, source: str) -> None:
+    """Warn (`GpuqWarning`) of what a live backend can write though it cannot be so, each kind
+    once with how many jobs and the first: a time after the snapshot's moment or a start before
+    the submit (the clocks of a cluster's hosts and gpuq's differ by seconds: Kubernetes stamps
+    the start on the node, the submit on the API server), a completed job without an end (a
+    finished pod whose containers report none). The snapshot is loaded as it is."""
+    taken = doc.taken_at
+    found: dict[str, list[str]] = {}
+    for i, job in enumerate(doc.jobs):
+        after = [name for name in ("submit_time", "start_time", "end_time", "last_checkpoint_time")
+                 if (t := getattr(job, name)) is not None and t > taken]  # fmt: skip
+        after += [f"preemption_times[{k}]" for k, t in enumerate(job.preemption_times) if t > taken]
+        for name in after:
+            found.setdefault("after taken_at (the cluster's clock ahead of gpuq's?)", []).append(f"jobs[{i}].{name}")
+        if job.start_time is not None and job.start_time < job.submit_time:
+            found.setdefault("a start before the submit (hosts' clocks apart?)", []).append(f"jobs[{i}].start_time")
+        if job.end_time is None and job.state is JobState.COMPLETED:
+            found.setdefault("a completed job without an end time", []).append(f"jobs[{i}].end_time")
+    for what, where in found.items():
+        more = f" and {len(where) - 1} more" if len(where) > 1 else ""
+        warnings.warn(GpuqWarning(f"{source}: {where[0]}{more}: {what}; loaded as it is"), stacklevel=3)
 
 
 def load_snapshot(stream: IO[str] | IO[bytes], source: str = "<stdin>") -> Snapshot:
@@ -167,11 +207,16 @@ def _sound(doc: SnapshotDocument) -> bool:
     node known, each GPU index below the node's count and held once). One pass over the jobs,
     which a large file pays for on every load, so it only answers yes or no."""
     lo, hi = _EARLIEST, _LATEST
-    if not lo <= doc.taken_at <= hi:
+    taken = doc.taken_at
+    if not lo <= taken <= hi:
+        return False
+    names = [c.name for c in doc.classes]
+    if len(set(names)) != len(names):
         return False
     seen: set[str] = set()
     add = seen.add
     active = ACTIVE_STATES
+    pending, completed = JobState.PENDING, JobState.COMPLETED
     by_node: dict[str, list[int | None]] = {}
     for job in doc.jobs:
         job_id = job.id
@@ -179,16 +224,21 @@ def _sound(doc: SnapshotDocument) -> bool:
             return False
         add(job_id)
         t = job.submit_time
-        if t < lo or t > hi:
+        # (the range checks bound what happened by the snapshot's moment, and a start by the
+        # submit, an end by the start, at the same cost: `_oddities` says which failed)
+        if t < lo or t > taken:
             return False
         # (unrolled: this loop runs 200,000 times on a large file)
         if (u := job.eligible_time) is not None and (u < lo or u > hi):
             return False
-        if (u := job.start_time) is not None and (u < lo or u > hi):
+        if (start := job.start_time) is not None and (start < t or start > taken or job.state is pending):
             return False
-        if (u := job.end_time) is not None and (u < lo or u > hi):
+        if (u := job.end_time) is not None:
+            if u < (t if start is None else start) or u > taken:
+                return False
+        elif job.state is completed:
             return False
-        if (u := job.last_checkpoint_time) is not None and (u < lo or u > hi):
+        if (u := job.last_checkpoint_time) is not None and (u < lo or u > taken):
             return False
         if (u := job.exempt_until) is not None and (u < lo or u > hi):
             return False
@@ -199,7 +249,7 @@ def _sound(doc: SnapshotDocument) -> bool:
         if (u := job.admitted_time) is not None and (u < lo or u > hi):
             return False
         for t in job.preemption_times:
-            if t < lo or t > hi:
+            if t < lo or t > taken:
                 return False
         allocation = job.allocation
         if allocation:

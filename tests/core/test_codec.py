@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -165,3 +166,49 @@ def test_what_could_not_be_read_round_trips_and_old_files_have_none() -> None:
     d["unread"] = [{"resource": "nodes"}]
     with pytest.raises(BadInput, match="unread"):
         load(d)
+
+
+def _job_with(**fields: Any) -> dict[str, Any]:
+    d = doc()
+    d["jobs"][0].update(fields)
+    return d
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "problem"),
+    [
+        ({**doc(), "classes": doc()["classes"] * 2}, "classes[1].name: duplicate class name 'urgent'"),
+        (_job_with(state="pending", allocation={}, gpus=8), "jobs[0].start_time: a pending job has not started"),
+        (_job_with(end_time="2026-11-29T10:30:00Z", state="completed", allocation={}),
+         "jobs[0].end_time: before its start_time"),
+        (_job_with(start_time=None, end_time="2026-11-29T09:30:00Z", state="cancelled", allocation={}),
+         "jobs[0].end_time: before its submit_time"),
+    ],
+    ids=["duplicate-class", "pending-with-start", "end-before-start", "end-before-submit"],
+)  # fmt: skip
+def test_a_snapshot_no_cluster_can_be_in_is_refused(snapshot: dict[str, Any], problem: str) -> None:
+    with pytest.raises(BadInput, match=rf"^snap\.json: {re.escape(problem)}"):
+        load(snapshot)
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "said"),
+    [
+        (_job_with(start_time="2026-11-29T09:59:58Z"), "jobs[0].start_time: a start before the submit"),
+        (_job_with(last_checkpoint_time="2026-11-29T18:00:02Z"), "jobs[0].last_checkpoint_time: after taken_at"),
+        (_job_with(submit_time="2026-11-29T18:00:01Z", eligible_time=None, start_time=None, state="pending",
+                   allocation={}, preemption_times=[], last_checkpoint_time=None),
+         "jobs[0].submit_time: after taken_at"),
+        (_job_with(state="completed", allocation={}), "jobs[0].end_time: a completed job without an end time"),
+    ],
+    ids=["start-before-submit", "checkpoint-after-taken", "submit-after-taken", "completed-without-end"],
+)  # fmt: skip
+def test_what_a_live_backend_can_write_is_loaded_with_a_warning(snapshot: dict[str, Any], said: str) -> None:
+    """Clocks of a cluster's hosts and gpuq's differ by seconds (Kubernetes stamps a pod's start
+    on its node, its creation on the API server), and a finished pod may report no end: such a
+    snapshot is loaded as it is, with a warning naming the first job and field."""
+    from gpuq.errors import GpuqWarning
+
+    with pytest.warns(GpuqWarning, match=rf"^snap\.json: {re.escape(said)}"):
+        snap = load(snapshot)
+    assert len(snap.jobs) == 1
