@@ -28,7 +28,7 @@ from gpuq.replay.prepare import Prepared, prepare
 from gpuq.replay.run import NO_PREEMPTION, ReplayEvent, replay_prepared
 from gpuq.service.tracing import open_trace
 from gpuq.service.tuning import SHAPE_DEFAULT, cluster_shape, parse_strategy, resolve_policy
-from gpuq.textsafe import visible
+from gpuq.textsafe import json_safe, visible
 
 __all__ = [
     "COMPARED",
@@ -110,7 +110,7 @@ def _writer(out: IO[str], strategy: str, origin: float) -> Callable[[ReplayEvent
             line["allocation"] = {node: list(idx) for node, idx in event.allocation}
         if event.event in _LOSING:
             line["lost_gpu_s"] = event.lost_gpu_s
-        out.write(_encoder.encode(line).decode())
+        out.write(json_safe(_encoder.encode(line)).decode())  # (names as data: `textsafe.json_safe`)
         out.write("\n")
 
     return write

@@ -17,6 +17,7 @@ from typing import Any, Final, TextIO
 import msgspec
 
 from gpuq.jsonsafe import decoded
+from gpuq.textsafe import json_safe
 from gpuq.trace.check import checked, json_error, shown
 from gpuq.trace.record import TraceError, TraceJob
 from gpuq.trace.source import open_binary
@@ -31,13 +32,15 @@ _FIELDS: Final = tuple(TraceJob.__dataclass_fields__)
 
 def header_line(meta: Mapping[str, Any] | None = None) -> str:
     """The optional first line: the format name and what the log came from (`meta`)."""
-    return _encoder.encode({"format": FORMAT, **(meta or {})}).decode() + "\n"
+    return json_safe(_encoder.encode({"format": FORMAT, **(meta or {})})).decode() + "\n"
 
 
 def job_line(job: TraceJob) -> str:
-    """One job as a line; fields a source did not record (None, empty) are left out."""
+    """One job as a line; fields a source did not record (None, empty) are left out. Hidden
+    characters are written as \\u escapes (`textsafe.json_safe`): a log read on a terminal."""
     raw = {name: getattr(job, name) for name in _FIELDS}
-    return _encoder.encode({k: v for k, v in raw.items() if v is not None and v != "" and v != ()}).decode() + "\n"
+    line = _encoder.encode({k: v for k, v in raw.items() if v is not None and v != "" and v != ()})
+    return json_safe(line).decode() + "\n"
 
 
 def write_jobs(jobs: Iterable[TraceJob], out: TextIO, meta: Mapping[str, Any] | None = None) -> int:

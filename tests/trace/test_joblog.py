@@ -142,3 +142,16 @@ def test_an_id_longer_than_a_snapshot_allows_is_a_trace_error(tmp_path: Path) ->
     error = trace_error(lambda: read_joblog(str(path)))
     assert where(error)[0] == 3
     assert "id: 513 characters, more than the 512 a job id may have" in str(error)
+
+
+def test_a_job_log_escapes_what_a_terminal_would_obey_and_reads_back_the_same(tmp_path: Path) -> None:
+    """A job log (`trace export`, to a file or stdout) is read on terminals and in log viewers:
+    hidden characters in a job's name are \\u escapes, and the log reads back the same job."""
+    name = "a\u202eb\u2028c\x85d\x9be é"
+    job = TraceJob(id="1", submit_time=0.0, duration_s=60.0, gpus=1, name=name)
+    line = job_line(job)
+    assert not any(ch in line for ch in "\u202e\u2028\x85\x9b") and "é" in line
+    path = tmp_path / "jobs.jsonl"
+    path.write_text(header_line() + line)
+    (back,) = read_joblog(str(path))
+    assert back.name == name
