@@ -64,11 +64,12 @@ def _json_run(match: re.Match[str]) -> str:
     return "".join(_json_escape(ch) if category(ch) in _HIDDEN else ch for ch in run)
 
 
-def json_safe(data: bytes) -> bytes:
+def json_safe(data: bytes | bytearray) -> bytes | bytearray:
     """A JSON text (UTF-8) with each hidden character past ASCII (C1 controls such as NEL and
     CSI, bidi overrides and isolates, zero-width and line/paragraph separators) written as a
     ``\\u`` escape: the same document to a JSON reader, nothing a terminal or log viewer obeys.
-    (JSON encoders escape the C0 controls themselves.)"""
+    (JSON encoders escape the C0 controls themselves.) An ASCII text, the usual one, is handed
+    back as it is, after one C-speed check."""
     if data.isascii():
         return data
     return _NON_ASCII.sub(_json_run, data.decode("utf-8")).encode("utf-8")

@@ -52,7 +52,7 @@ def emit_json(doc: Any) -> None:
 def emit_json_bytes(data: bytes | bytearray) -> None:
     """An encoded JSON document (with its newline), indented first when stdout is a terminal;
     hidden characters past ASCII written as ``\\u`` escapes (`textsafe.json_safe`)."""
-    data = json_safe(bytes(data)) if not data.isascii() else data
+    data = json_safe(data)
     if sys.stdout.isatty():
         data = msgspec.json.format(data, indent=2)
     write_bytes(data)

@@ -123,7 +123,8 @@ def crossing(rules: FastRules, head: SimJob, victim_priority: float, now: float,
     for an urgent head's quota). The straight line's arithmetic may land a tick or so off; the
     kernel's own Δ trigger on the head's priority settles the tick, so the moment is the same
     whenever it is worked out."""
-    threshold = victim_priority + rules.delta
+    delta = rules.delta
+    threshold = victim_priority + delta
     unurgent = head.urgent and not rules.urgency_counts(head, running)
     if unurgent:
         # Over its tenant's quota an urgent head is ranked without its urgency, and that
@@ -140,7 +141,6 @@ def crossing(rules: FastRules, head: SimJob, victim_priority: float, now: float,
             return _INF
         head_ep = rules.queued_priority(head, now)
         when = strictly_after(max(aged_to(head_ep, now, head_rate, threshold), now))
-    delta = rules.delta
     return first_tick_past(when, now, lambda t: outranks(_ranked(rules, head, t, unurgent), victim_priority, delta))
 
 

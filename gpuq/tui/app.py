@@ -16,7 +16,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on, work
@@ -587,13 +586,12 @@ def _plain(text: str) -> Any:
 def make_app(setup: ConsoleSetup, *, owns_process: bool = False) -> GpuqConsole:
     """The console, with the built-in and user themes loaded: the one factory for `gpuq tui` and
     the tests (`owns_process`: see `GpuqConsole`)."""
-    from gpuq.tui.themes import load_themes
+    from gpuq.tui.themes import load_themes, why_missing
 
     themes, warnings = load_themes()
     if setup.settings.theme not in themes:
-        # (a user file of that name that was skipped: its own error says what to fix)
-        broken = [w for w in warnings if Path(w.split(":", 1)[0]).stem == setup.settings.theme]
-        why = f": {broken[0].removesuffix(' (theme skipped)')}" if broken else ""
+        broken = why_missing(setup.settings.theme)
+        why = f": {broken}" if broken else ""
         raise BadInput(f"no theme {setup.settings.theme!r}{why} (themes: {', '.join(sorted(themes))})")
     app = GpuqConsole(setup.clusters, setup.settings, clock=setup.clock, themes=themes, recorder=setup.recorder,
                       replay=setup.replay, owns_process=owns_process)  # fmt: skip

@@ -44,6 +44,7 @@ __all__ = [
     "load_theme_file",
     "load_themes",
     "theme_dirs",
+    "why_missing",
 ]
 
 DEFAULT_THEME = "dark"
@@ -144,6 +145,19 @@ def load_theme_file(path: str | Path) -> Theme:
 
 def _theme_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.toml") if not p.name.startswith("."))
+
+
+def why_missing(name: str) -> str | None:
+    """Why a theme chosen by `name` is not there, when the user's `name.toml` is and was skipped
+    for an error (`load_themes`): that file's own error (file:line: key: problem), to fix it."""
+    path = locations.themes_dir() / f"{name}.toml"
+    if not path.is_file():
+        return None
+    try:
+        load_theme_file(path)  # (load_toml says an unreadable file as BadInput too)
+    except BadInput as exc:
+        return str(exc)
+    return None
 
 
 def load_themes() -> tuple[dict[str, Theme], list[str]]:
