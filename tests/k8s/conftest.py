@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,3 +147,18 @@ def gpuq() -> Gpuq:
         return CliRunner().invoke(cli, list(args), prog_name="gpuq", obj=Injected(clock=FixedClock(NOW)))
 
     return run
+
+
+#: how long a test waits for what a background thread (a watch) does
+WAIT_S = 10.0
+
+
+def eventually(check: Callable[[], bool]) -> bool:
+    """Whether `check()` comes to hold within `WAIT_S` (polled): for what a watch thread does
+    after the call that started it returns (never before a negative assertion)."""
+    deadline = time.monotonic() + WAIT_S
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

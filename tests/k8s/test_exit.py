@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.k8s.conftest import Gpuq, Target
+from tests.k8s.conftest import Gpuq, Target, eventually
 from tests.k8s.double import ApiDouble
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,8 +85,9 @@ def test_the_console_and_watch_loop_still_watch(target: Target) -> None:
     """`read_once` is for one-shot commands only: a backend left as built keeps watching."""
     backend = target.backend()
     backend.snapshot()
-    assert target.double is not None
-    assert target.double.requests(watch=True)
+    double = target.double
+    assert double is not None
+    assert eventually(lambda: bool(double.requests(watch=True)))  # (the watch starts after the list)
     backend.close()
     assert not any(informer.running for informer in backend.state.informers.values())
 

@@ -3,8 +3,6 @@ of the recorded 410 forms; a watch that ends is reopened where it stopped."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -13,11 +11,10 @@ from gpuq.backends.kubernetes import KubernetesBackend
 from gpuq.backends.kubernetes.client import ApiError, Expired
 from gpuq.errors import Unreachable
 from gpuq.model import JobState
-from tests.k8s.conftest import Target
+from tests.k8s.conftest import WAIT_S, Target, eventually
 from tests.k8s.double import FIXTURES, WATCH_TOO_OLD
 
 PODS = "/api/v1/pods"
-WAIT_S = 10.0
 LINES = (FIXTURES / "41-watch-pods.jsonl").read_bytes().splitlines()
 ALICE = (FIXTURES / "45-watch-after-compaction-oldrv.jsonl").read_bytes().splitlines()
 DEMO = "ml-team-a/watch-demo"
@@ -35,15 +32,6 @@ def _lists(target: Target) -> list[str]:
 def _watches(target: Target) -> list[dict[str, str]]:
     assert target.double is not None
     return [_query(t) for t in target.double.requests("GET", PODS, watch=True)]
-
-
-def _eventually(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def _applied(backend: KubernetesBackend, events: int) -> None:
@@ -168,7 +156,7 @@ def test_a_watch_that_ends_is_reopened_where_it_stopped(target: Target) -> None:
     reached = informer.wait(lambda: informer.store.resource_version == "290", WAIT_S)
     assert reached, (informer.error, informer.store.resource_version)
     target.double.end_watch(PODS)
-    assert _eventually(lambda: len(_watches(target)) == 3)  # (a request alone changes nothing to wait on)
+    assert eventually(lambda: len(_watches(target)) == 3)  # (a request alone changes nothing to wait on)
     watches = _watches(target)
     assert [w["resourceVersion"] for w in watches] == ["271", "286", "290"]
     assert all(w["allowWatchBookmarks"] == "true" and w["timeoutSeconds"] == "7" for w in watches)
